@@ -1,0 +1,27 @@
+# The two commands of the README. Both run the idempotent set-up first.
+SHELL := /bin/bash
+VENV := .venv/bin
+
+.PHONY: demo test setup lint bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	$(VENV)/bfh demo
+
+# Scenarios spend most of their time waiting on brokers and traffic, so three workers share the cores.
+PYTEST_ARGS ?= -n 3 --dist worksteal --durations=25
+test: setup
+	$(VENV)/python -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/ruff check .
+	$(VENV)/ruff format --check .
+	$(VENV)/mypy harness agent_under_test spark_analysis
+
+bench: setup
+	$(VENV)/python -m pytest benchmarks -m benchmark -s -p no:xdist
+
+clean:
+	rm -rf reports/*/ .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Agents under test: the reference agent, seeded-defect variants and adapters."""

@@ -1,0 +1,29 @@
+"""Seeded-defect agents: the reference agent with exactly one defect each.
+
+Each module runs with the reference agent's command line
+(`python -m agent_under_test.defects.<name> --config {config} --workload {workload} --log {log}`)
+and its docstring names the defect, where it comes from, and the scenario that must catch it.
+`DEFECTS` maps each name to a one-line summary (docs/agent-semantics.md has the table).
+"""
+
+DEFECTS: dict[str, str] = {
+    "qos0_clean_session": "QoS 0 and clean sessions: messages published during a broker switch are lost",
+    "publisher_timeout_x1000": "mb.publisher.timeout multiplied by 1000: never drops, publishes pile up",
+    "first_url_only": "no failover: only the first URL of mb.urls is ever used",
+    "publish_gives_up_early": "drops a publish as soon as its first attempt finds no broker",
+    "auth_tight_loop": "reconnects in a tight loop, no backoff, when credentials are rejected",
+    "no_connect_timeout": "no connect timeout (and the PCA's 60 s keepalive): stalls on a black-holed broker",
+    "resend_acked": "resends messages the broker already acknowledged (duplicates)",
+    "shared_connection": "all subscriptions share one connection: one broken topic breaks all",
+}
+
+
+def module_name(defect: str) -> str:
+    return f"agent_under_test.defects.{defect}"
+
+
+def command(defect: str) -> str:
+    """The agent command template for a defect agent."""
+    if defect not in DEFECTS:
+        raise KeyError(f"unknown defect {defect!r}; known: {', '.join(DEFECTS)}")
+    return f"{{python}} -m {module_name(defect)} --config {{config}} --workload {{workload}} --log {{log}}"

@@ -1,0 +1,362 @@
+"""The stomp.py host-list agent (see the package docstring)."""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import json
+import random
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import stomp
+
+from agent_under_test.config import (
+    EXIT_CONFIG,
+    AgentConf,
+    BrokerUrl,
+    Subscription,
+    Workload,
+    client_id,
+    mqtt_topic,
+    stomp_destination,
+)
+from harness.msglog import MessageLogWriter
+
+
+class _Listener(stomp.ConnectionListener):
+    """Collects what one connection hears; callbacks run on stomp.py's threads."""
+
+    def __init__(self, on_message: Any = None) -> None:
+        self.cond = threading.Condition()
+        self.host: tuple[str, int] | None = None
+        self.receipts: set[str] = set()
+        self.errors: dict[str | None, str] = {}
+        self.lost: str | None = None
+        self.on_message_cb = on_message
+
+    def on_connecting(self, host_and_port: tuple[str, int]) -> None:
+        self.host = host_and_port
+
+    def on_receipt(self, frame: Any) -> None:
+        with self.cond:
+            self.receipts.add(frame.headers.get("receipt-id", ""))
+            self.cond.notify_all()
+
+    def on_error(self, frame: Any) -> None:
+        with self.cond:
+            self.errors[frame.headers.get("receipt-id")] = frame.headers.get("message", "ERROR")
+            self.cond.notify_all()
+
+    def on_disconnected(self) -> None:
+        with self.cond:
+            self.lost = self.lost or "connection_lost: socket closed"
+            self.cond.notify_all()
+
+    def on_heartbeat_timeout(self) -> None:
+        with self.cond:
+            self.lost = "liveness_timeout: heart-beat missed"
+            self.cond.notify_all()
+
+    def on_message(self, frame: Any) -> None:
+        if self.on_message_cb is not None:
+            self.on_message_cb(frame)
+
+    def wait_receipt(self, rid: str, timeout: float) -> str | None:
+        """None when the receipt arrived, else why not."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while rid not in self.receipts:
+                if rid in self.errors:
+                    return f"ERROR {self.errors[rid]}"
+                if self.lost:
+                    return self.lost
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return f"no receipt within {timeout:g} s"
+                self.cond.wait(left)
+            self.receipts.discard(rid)
+        return None
+
+
+class HostListAgent:
+    def __init__(self, conf: AgentConf, workload: Workload, log_path: str | Path) -> None:
+        if workload.protocol != "stomp":
+            proto = workload.protocol
+            print(
+                f"agent_under_test.stomp_hostlist: protocol {proto!r} unsupported (only 'stomp')",
+                file=sys.stderr,
+            )
+            raise SystemExit(EXIT_CONFIG)
+        self.conf = conf
+        self.wl = workload
+        self.log = MessageLogWriter(log_path, workload.run, workload.agent)
+        self.stop = threading.Event()
+        self.rng = random.Random()
+        self.urls = list(conf.urls)
+        self._by_host = {(u.connect_host, u.port): u for u in self.urls}
+        self._threads: list[threading.Thread] = []
+        self._ready: list[threading.Event] = []
+        self._seq = 0
+        self._seq_lock = threading.Lock()
+
+    # ---- connections ------------------------------------------------------------------------
+    def _rid(self, prefix: str) -> str:
+        with self._seq_lock:
+            self._seq += 1
+            return f"{prefix}-{self._seq}"
+
+    def _delay(self, attempt: int) -> float:
+        d = min(self.conf.backoff_cap, self.conf.backoff_initial * (2**attempt))
+        return self.rng.uniform(d / 2, d)
+
+    def _connect(
+        self, role: str, cid: str | None, listener: _Listener, reason: str
+    ) -> tuple[Any, BrokerUrl] | None:
+        """One pass over mb.urls in order; the connection that completed the handshake, or None."""
+        remaining = list(self.urls)
+        k = self.conf.keepalive
+        while remaining and not self.stop.is_set():
+            conn = stomp.Connection12(
+                host_and_ports=[(u.connect_host, u.port) for u in remaining],
+                prefer_localhost=False,
+                try_loopback_connect=False,
+                reconnect_sleep_initial=self.conf.backoff_initial,
+                reconnect_sleep_increase=1.0,
+                reconnect_sleep_jitter=0.5,
+                reconnect_sleep_max=self.conf.backoff_cap,
+                reconnect_attempts_max=1,  # one TCP pass over the list; we own the outer loop
+                timeout=self.conf.connect_timeout,
+                heartbeats=(k * 1000, k * 500),
+                heart_beat_receive_scale=3.0,
+                auto_decode=False,
+            )
+            tls = [(u.connect_host, u.port) for u in remaining if u.tls]
+            if tls:
+                conn.set_ssl(for_hosts=tls, ca_certs=self.conf.ssl_ca)
+            listener.host, listener.lost = None, None
+            listener.errors.clear()
+            conn.set_listener("agent", listener)
+            headers = {"client-id": cid} if cid else {}
+            user = self.conf.username or None
+            pw = self.conf.password.get_secret_value() if user else None
+            try:
+                conn.connect(user, pw, wait=True, headers=headers, with_connect_command=True)
+            except Exception as e:
+                with contextlib.suppress(Exception):
+                    conn.transport.disconnect_socket()
+                if listener.host is None:  # no host accepted TCP
+                    for u in remaining:
+                        self.log.write(
+                            "disconnected", broker=u.key, role=role, reason="connect_failed: refused"
+                        )
+                    return None
+                url = self._by_host[listener.host]
+                why = listener.errors.get(None)
+                detail = f"rejected: ERROR {why}" if why else f"refused: {type(e).__name__}"
+                self.log.write("disconnected", broker=url.key, role=role, reason=f"connect_failed: {detail}")
+                # stomp.py tried the hosts before listener.host at TCP level and they refused
+                for u in remaining[: remaining.index(url)]:
+                    self.log.write("disconnected", broker=u.key, role=role, reason="connect_failed: refused")
+                remaining = remaining[remaining.index(url) + 1 :]
+                continue
+            url = self._by_host[conn.transport.current_host_and_port]
+            sock = conn.transport.socket
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.settimeout(self.conf.effective_liveness_timeout + 2.0)
+            self.log.write("connected", broker=url.key, role=role, reason=reason)
+            return conn, url
+        return None
+
+    # ---- subscribers ------------------------------------------------------------------------
+    def _subscriber(self, index: int, sub: Subscription, ready: threading.Event) -> None:
+        role = f"subscriber:{sub.topic}"
+        cid = client_id(self.conf.client_id_prefix, self.wl.run, self.wl.agent, f"s{index}")
+        broker: list[str] = [""]
+
+        def on_message(frame: Any) -> None:
+            body = frame.body if isinstance(frame.body, bytes) else str(frame.body).encode()
+            msg_id = None
+            with contextlib.suppress(ValueError, UnicodeDecodeError, AttributeError):
+                msg_id = json.loads(body).get("msg_id")
+            self.log.write(
+                "received",
+                msg_id=msg_id,
+                topic=mqtt_topic(frame.headers.get("destination", "")),
+                broker=broker[0],
+                subscription=sub.topic,
+            )
+            if "ack" in frame.headers:
+                with contextlib.suppress(Exception):
+                    conn.ack(frame.headers["ack"])
+
+        listener = _Listener(on_message)
+        fails = 0
+        reason = "initial"
+        conn: Any = None
+        while not self.stop.is_set():
+            got = self._connect(role, cid, listener, reason)
+            if got is None:
+                self.stop.wait(self._delay(fails))
+                fails += 1
+                continue
+            conn, url = got
+            broker[0] = url.key
+            reason = "reconnect"
+            rid = self._rid("sub")
+            headers = {"receipt": rid}
+            ack = "auto"
+            durable = sub.durable and sub.qos >= 1
+            if sub.qos >= 1:
+                ack = "client-individual"
+                if durable:
+                    headers["activemq.subscriptionName"] = cid
+            why: str | None
+            try:
+                conn.subscribe(stomp_destination(sub.topic), id=cid, ack=ack, headers=headers)
+                why = listener.wait_receipt(rid, self.conf.connect_timeout)
+            except Exception as e:
+                why = f"SUBSCRIBE not sent: {type(e).__name__}"
+            if why is not None:
+                with contextlib.suppress(Exception):
+                    conn.disconnect()
+                self.log.write("disconnected", broker=url.key, role=role, reason=f"subscribe_failed: {why}")
+                self.stop.wait(self._delay(fails))
+                fails += 1
+                continue
+            self.log.write("subscribed", topic=sub.topic, broker=url.key, qos=sub.qos, durable=durable)
+            ready.set()
+            fails = 0
+            with listener.cond:
+                while listener.lost is None and not self.stop.is_set():
+                    listener.cond.wait(0.25)
+                lost = listener.lost
+            with contextlib.suppress(Exception):
+                conn.disconnect()
+            with contextlib.suppress(Exception):
+                conn.transport.disconnect_socket()
+            self.log.write("disconnected", broker=url.key, role=role, reason=lost or "shutdown")
+            if not self.stop.is_set():
+                self.stop.wait(self._delay(0))
+
+    # ---- publisher --------------------------------------------------------------------------
+    def _publisher(self) -> None:
+        pubs = self.wl.publications
+        role = "publisher"
+        listener = _Listener()
+        conn: Any = None
+        url: BrokerUrl | None = None
+        fails = 0
+        connects = 0
+        t0 = time.monotonic()
+        heap = [(t0, i, 0) for i, p in enumerate(pubs) if p.count > 0]
+        heapq.heapify(heap)
+        while heap and not self.stop.is_set():
+            due, i, seq = heapq.heappop(heap)
+            p = pubs[i]
+            if seq + 1 < p.count:
+                heapq.heappush(heap, (t0 + (seq + 1) / p.rate_per_s, i, seq + 1))
+            if self.stop.wait(max(0.0, due - time.monotonic())):
+                break
+            msg_id = f"{self.wl.agent}-{i}-{seq}"
+            body = {"msg_id": msg_id, "sent_ts": time.time(), "pad": ""}
+            raw = json.dumps(body, separators=(",", ":"))
+            if len(raw) < p.payload_bytes:
+                body["pad"] = "x" * (p.payload_bytes - len(raw))
+                raw = json.dumps(body, separators=(",", ":"))
+            first = time.monotonic()
+            deadline = first + self.conf.publisher_timeout
+            attempts = 0
+            sent = handed = False
+            while not self.stop.is_set():
+                if conn is None:
+                    got = self._connect(role, None, listener, "initial" if connects == 0 else "reconnect")
+                    if got is not None:
+                        conn, url = got
+                        connects += 1
+                        fails = 0
+                if conn is None or url is None:
+                    if attempts == 0:
+                        attempts = 1
+                        self.log.write(
+                            "send_attempt",
+                            msg_id=msg_id,
+                            topic=p.topic,
+                            broker=None,
+                            attempt=1,
+                            qos=p.qos,
+                            reason="no_broker",
+                        )
+                    if time.monotonic() >= deadline:
+                        break
+                    self.stop.wait(min(self._delay(fails), max(0.0, deadline - time.monotonic())))
+                    fails += 1
+                    continue
+                attempts += 1
+                self.log.write(
+                    "send_attempt", msg_id=msg_id, topic=p.topic, broker=url.key, attempt=attempts, qos=p.qos
+                )
+                rid = self._rid("r")
+                why: str | None
+                try:
+                    conn.send(
+                        stomp_destination(p.topic),
+                        raw.encode(),
+                        headers={"receipt": rid, "persistent": "true" if p.qos >= 1 else "false"},
+                    )
+                    why = listener.wait_receipt(rid, self.conf.effective_liveness_timeout)
+                except Exception as e:
+                    why = f"connection_lost: send {type(e).__name__}"
+                if why is None:
+                    self.log.write(
+                        "sent", msg_id=msg_id, topic=p.topic, broker=url.key, attempts=attempts, qos=p.qos
+                    )
+                    sent = True
+                    break
+                with contextlib.suppress(Exception):
+                    conn.transport.disconnect_socket()
+                self.log.write("disconnected", broker=url.key, role=role, reason=why)
+                conn, url = None, None
+                if time.monotonic() >= deadline:
+                    break
+            if not sent and not self.stop.is_set():
+                self.log.write(
+                    "dropped",
+                    msg_id=msg_id,
+                    topic=p.topic,
+                    reason="publisher_timeout",
+                    attempts=attempts,
+                    handed_to_broker=handed,
+                )
+        if conn is not None and url is not None:
+            with contextlib.suppress(Exception):
+                conn.disconnect()
+            reason = "shutdown" if self.stop.is_set() else "publications_complete"
+            self.log.write("disconnected", broker=url.key, role=role, reason=reason)
+
+    # ---- lifecycle --------------------------------------------------------------------------
+    def run(self) -> int:
+        for i, sub in enumerate(self.wl.subscriptions):
+            ev = threading.Event()
+            t = threading.Thread(target=self._subscriber, args=(i, sub, ev), name=f"sub-{i}", daemon=True)
+            self._ready.append(ev)
+            self._threads.append(t)
+            t.start()
+        end = time.monotonic() + self.conf.subscribe_wait
+        while not self.stop.is_set() and time.monotonic() < end and not all(e.is_set() for e in self._ready):
+            self.stop.wait(0.05)
+        if self.wl.publications and not self.stop.is_set():
+            t = threading.Thread(target=self._publisher, name="pub", daemon=True)
+            self._threads.append(t)
+            t.start()
+        while not self.stop.wait(0.5):
+            pass
+        end = time.monotonic() + 7.0
+        for t in self._threads:
+            t.join(max(0.0, end - time.monotonic()))
+        self.log.close()
+        return 0

@@ -1,0 +1,126 @@
+"""Pytest integration: options, environment fixtures, scenario results in JUnit and a summary table."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.env import Environment, new_run_dir
+from harness.topology import builtin_topology
+
+_RESULTS: list[dict[str, Any]] = []
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("bfh", "broker-failover harness")
+    g.addoption("--backend", default="local", help="broker backend: local (default) or docker")
+    g.addoption(
+        "--agent-cmd",
+        default=None,
+        help="agent command template with {config} {workload} {log} (default: the reference agent)",
+    )
+    g.addoption("--reports", default="reports", help="folder for run folders (default: reports/)")
+
+
+@pytest.fixture(scope="session")
+def reports_root(request: pytest.FixtureRequest) -> Path:
+    return Path(request.config.getoption("--reports")).resolve()
+
+
+@pytest.fixture(scope="session")
+def backend_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.config.getoption("--backend"))
+
+
+@pytest.fixture(scope="session")
+def agent_cmd(request: pytest.FixtureRequest) -> str | None:
+    return request.config.getoption("--agent-cmd")
+
+
+@pytest.fixture
+def pair_env(reports_root: Path, backend_kind: str, request: pytest.FixtureRequest) -> Iterator[Environment]:
+    """A started master/slave pair behind the fault proxy, in its own run folder."""
+    run_id, run_dir = new_run_dir(reports_root, request.node.name[:40].replace("[", "-").replace("]", ""))
+    with Environment.up(builtin_topology("pair"), run_dir, run_id, backend=backend_kind) as env:
+        yield env
+
+
+@pytest.fixture
+def run_scenario(reports_root: Path, backend_kind: str, agent_cmd: str | None, scenario_record: Any) -> Any:
+    """Run one scenario end to end (real brokers, fault proxy, agent, Spark) and record its counts."""
+    from scenarios.support import scenario_runner
+
+    return scenario_runner(reports_root, backend_kind, agent_cmd, scenario_record)
+
+
+@pytest.fixture
+def scenario_record(record_property: Any) -> Any:
+    """Call with a run's summary: counts go to JUnit properties and the session table."""
+
+    def record(summary: dict[str, Any], run_dir: Path) -> None:
+        d = summary.get("deliveries", {})
+        row = {
+            "verdict": summary.get("verdict"),
+            "run_dir": str(run_dir),
+            **{k: d.get(k, 0) for k in ("expected", "ok", "lost", "duplicated")},
+            "unexpected": summary.get("unexpected", 0),
+        }
+        for k, v in row.items():
+            record_property(k, v)
+
+    return record
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # Properties travel with the report, so this also works under pytest-xdist's controller.
+    if report.when == "call":
+        props = dict(report.user_properties)
+        if "verdict" in props:
+            _RESULTS.append({"test": report.nodeid, **props})
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _RESULTS:
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="scenario runs")
+    for col in ("test", "verdict", "expected", "ok", "lost", "duplicated", "unexpected", "run_dir"):
+        t.add_column(col)
+    for r in _RESULTS:
+        t.add_row(
+            *(
+                str(r.get(c, ""))
+                for c in ("test", "verdict", "expected", "ok", "lost", "duplicated", "unexpected", "run_dir")
+            )
+        )
+    console = Console(file=io.StringIO(), width=220, force_terminal=False)
+    console.print(t)
+    terminalreporter.write(console.file.getvalue())  # type: ignore[attr-defined]
+    index = _session_index(Path(terminalreporter.config.getoption("--reports")).resolve())
+    if index is not None:
+        terminalreporter.write_line(f"scenario reports: {index}")
+
+
+def _session_index(root: Path) -> Path | None:
+    """reports/session-<time>.html linking every scenario's report.html (harness.reporting)."""
+    import json
+    import time
+
+    from harness.reporting import headline, render_index
+
+    entries = []
+    for r in _RESULTS:
+        summary_path = Path(str(r.get("run_dir"))) / "analysis" / "summary.json"
+        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+        entries.append({"name": r["test"], "run_dir": r.get("run_dir"), **headline(summary)})
+    try:
+        out = root / f"session-{time.strftime('%Y%m%d-%H%M%S')}.html"
+        return render_index(entries, out, "pytest session")
+    except OSError:
+        return None

@@ -1,0 +1,405 @@
+"""`bfh`: a thin command layer over the harness stages."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+err = Console(stderr=True)
+RAW = argparse.RawDescriptionHelpFormatter
+EXAMPLES = {
+    "bfh": "examples:\n  bfh validate pair\n  bfh up network-of-pairs && bfh status && bfh down\n"
+    "  bfh run masterslave --topology pair\n  bfh report reports/RUN_DIR",
+    "demo": "examples:\n  bfh demo\n  bfh demo --seed 7 --reports /tmp/reports",
+    "run": "examples:\n  bfh run --list\n  bfh run masterslave --topology pair --seed 3\n"
+    "  bfh run network --topology network-of-pairs --json\n"
+    "  bfh run --topology pair --schedule reports/schedules/SCHEDULE.json   # replay",
+    "validate": "examples:\n  bfh validate pair\n"
+    "  bfh validate my-topology.yaml --scenarios masterslave,network\n"
+    "  bfh validate network-of-pairs --json > results.json; echo $?   # 0 pass, 1 fail, 2 could not run",
+    "up": "examples:\n  bfh up pair\n  bfh up network-of-pairs --json",
+    "down": "examples:\n  bfh down",
+    "status": "examples:\n  bfh status\n  bfh status --json | jq .masters   # exit 3 when nothing is up",
+    "report": "examples:\n  bfh report reports/20261121-174701-kill-master-f2c8\n  bfh report RUN_DIR --json",
+    "reconcile": "\nexamples:\n  bfh reconcile reports/RUN_DIR\n"
+    "  bfh reconcile reports/RUN_DIR --policy policy.yaml\n"
+    "  bfh report reports/RUN_DIR   # re-render report.html",
+    "topology": "examples:\n  bfh topology list\n  bfh topology validate my-topology.yaml\n"
+    "  bfh topology show pair",
+}
+
+
+def _sigterm(signum: int, frame: Any) -> None:
+    # Unwind like Ctrl-C so every `with` block stops what it started.
+    raise KeyboardInterrupt
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from harness.demo import run_demo
+
+    return run_demo(Path(args.reports), seed=args.seed)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from harness.agents import agent_factory
+    from harness.report import print_summary
+    from harness.runner import execute
+    from harness.schedule import load_schedule
+    from harness.topology import load_topology
+
+    topology = load_topology(args.topology)
+    schedule = load_schedule(args.schedule)
+    protocol = (
+        "stomp"
+        if any("stomp" in g.connectors and "mqtt" not in g.connectors for g in topology.groups)
+        else "mqtt"
+    )
+    agents = agent_factory(
+        group=topology.groups[0].name,
+        protocol=protocol,
+        count=args.count,
+        rate=args.rate,
+        timeout_s=args.publisher_timeout,
+        command=args.agent_cmd,
+    )
+    result = execute(
+        topology, agents, schedule, label="run", reports=Path(args.reports), backend=args.backend
+    )
+    assert result.summary is not None
+    print_summary(result.summary)
+    err.print(f"run folder: {result.run_dir}")
+    return 0 if result.summary.get("verdict") == "pass" else 1
+
+
+def _run_scenario(args: argparse.Namespace) -> int:
+    """`bfh run NAME`: a catalog scenario (with --schedule: its agents under that schedule)."""
+    from harness.catalog import run as run_catalog
+    from harness.reporting import headline
+    from harness.schedule import load_schedule
+    from harness.topology import load_topology
+
+    topology = load_topology(args.topology)
+    schedule = load_schedule(args.schedule) if args.schedule else None
+    out = run_catalog(
+        args.scenario,
+        topology,
+        seed=args.seed,
+        agent_cmd=args.agent_cmd,
+        reports=Path(args.reports),
+        backend=args.backend,
+        schedule=schedule,
+    )
+    row = {
+        "scenario": args.scenario,
+        **headline(out.result.summary or {}),
+        "verdict": out.verdict,
+        "reasons": out.reasons,
+        "run_dir": str(out.result.run_dir),
+    }
+    if args.json:
+        print(json.dumps(row, indent=2))
+    else:
+        from harness.report import print_summary
+
+        print_summary(out.result.summary or {})
+        for r in out.reasons:
+            err.print(f"[red]violation[/] {escape(r)}")
+        err.print(f"report: {out.result.run_dir / 'report.html'}")
+    return 0 if out.verdict == "pass" else 1
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from harness.catalog import default_scenarios, validate
+    from harness.topology import load_topology
+
+    topology = load_topology(args.topology)
+    names = [n.strip() for n in args.scenarios.split(",") if n.strip()] if args.scenarios else None
+    v = validate(
+        topology,
+        names or default_scenarios(topology),
+        seed=args.seed,
+        agent_cmd=args.agent_cmd,
+        reports=Path(args.reports),
+        backend=args.backend,
+        show_progress=not args.json,
+    )
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "topology": v.topology,
+                    "exit_code": v.exit_code,
+                    "index": str(v.index),
+                    "scenarios": v.rows,
+                },
+                indent=2,
+            )
+        )
+    else:
+        from rich.table import Table
+
+        t = Table(title=f"bfh validate {v.topology}")
+        for col in ("scenario", "verdict", "lost", "dup", "dropped", "recovery s", "report"):
+            numeric = col in ("lost", "dup", "dropped", "recovery s")
+            t.add_column(col, justify="right" if numeric else "left", overflow="fold")
+        for r in v.rows:
+            colour = "green" if r["verdict"] == "pass" else "red"
+            rec = "-" if r["recovery_s"] is None else f"{r['recovery_s']:.2f}"
+            t.add_row(
+                r["name"],
+                f"[{colour}]{r['verdict'].upper()}[/]",
+                str(r["lost"]),
+                str(r["duplicated"]),
+                str(r["dropped"]),
+                rec,
+                r["report"],
+            )
+        Console().print(t)
+        for r in v.rows:
+            for reason in r["reasons"]:
+                err.print(f"[red]{escape(r['name'])}:[/] {escape(str(reason))}", soft_wrap=True)
+        err.print(f"index: {v.index}")
+    return v.exit_code
+
+
+def _up(args: argparse.Namespace) -> int:
+    from harness.supervisor import up
+    from harness.topology import load_topology
+
+    load_topology(args.topology)  # a bad file fails here, before anything starts
+    st = up(args.topology, Path(args.reports), backend=args.backend)
+    return _print_state(st, args.json)
+
+
+def _print_state(st: dict[str, Any] | None, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(st or {"status": "down"}, indent=2))
+        return 0
+    if not st:
+        print("nothing is up")
+        return 0
+    status = st.get("status") if st.get("alive") else f"{st.get('status')} (supervisor gone)"
+    print(f"{st.get('topology')}: {status} (pid {st.get('pid')}, run folder {st.get('run_dir')})")
+    for g, conns in (st.get("client_urls") or {}).items():
+        print(f"  group {g}: master {(st.get('masters') or {}).get(g)}")
+        for c, urls in conns.items():
+            print(f"    {c}: {','.join(urls)}")
+    if st.get("brokers"):
+        print("  brokers: " + ", ".join(f"{b}={s}" for b, s in st["brokers"].items()))
+    if st.get("proxies"):
+        print(f"  fault proxy {st.get('fault_proxy')}: " + ", ".join(st["proxies"]))
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from harness.supervisor import down
+
+    st = down(Path(args.reports))
+    if args.json:
+        print(json.dumps({"stopped": bool(st), "run_dir": (st or {}).get("run_dir")}))
+    else:
+        print(f"stopped {st.get('topology')} (run folder {st.get('run_dir')})" if st else "nothing was up")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from harness.supervisor import read_state
+
+    st = read_state(Path(args.reports))
+    _print_state(st, args.json)
+    return 0 if st and st.get("alive") and st.get("status") == "up" else 3
+
+
+def _report(args: argparse.Namespace) -> int:
+    from harness.reporting import render_report, run_headline
+
+    html = render_report(Path(args.run_dir))
+    if args.json:
+        row = run_headline(Path(args.run_dir))
+        print(json.dumps({**row, "report": str(html), "summary_md": str(html.with_name("summary.md"))}))
+    else:
+        err.print(f"report: {html}\nsummary: {html.with_name('summary.md')}")
+    return 0
+
+
+def _reconcile(args: argparse.Namespace, rest: list[str]) -> int:
+    from spark_analysis.reconcile import main as reconcile_main
+
+    if "-h" in rest or "--help" in rest:
+        try:
+            return reconcile_main(rest)
+        finally:  # its own parser prints the options; the examples follow
+            print(EXAMPLES["reconcile"])
+    return reconcile_main(rest)
+
+
+def _fault_proxy(rest: list[str]) -> int:
+    from harness.faultproxy.server import main as server_main
+
+    return server_main(rest)
+
+
+def _topology(args: argparse.Namespace) -> int:
+    from harness.topology import builtin_names, load_topology
+
+    if args.action == "list":
+        print("\n".join(builtin_names()))
+        return 0
+    topo = load_topology(args.file)
+    if args.action == "show":
+        print(json.dumps(topo.redacted(), indent=2))
+    else:
+        err.print(f"[green]ok[/] {args.file}: {len(topo.groups)} group(s), {len(topo.bridges)} bridge(s)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="bfh",
+        description="Broker-failover chaos test harness",
+        epilog=EXAMPLES["bfh"],
+        formatter_class=RAW,
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def add(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name, help=help, description=help, epilog=EXAMPLES.get(name), formatter_class=RAW
+        )
+
+    d = add("demo", "kill -9 the master of a pair mid-traffic and reconcile")
+    d.add_argument("--reports", default="reports")
+    d.add_argument("--seed", type=int, default=0)
+
+    r = add("run", "run a catalog scenario, or a topology with a fault schedule (replays generated failures)")
+    r.add_argument("scenario", nargs="?", help="catalog scenario name (see `bfh run --list`)")
+    r.add_argument("--list", action="store_true", help="list the catalog scenarios")
+    r.add_argument("--topology", default="pair", help="topology file or built-in name")
+    r.add_argument("--schedule", default=None, help="schedule file (JSON/YAML)")
+    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--json", action="store_true", help="print the outcome as JSON (catalog scenarios)")
+    r.add_argument("--agent-cmd", default=None, help="agent command template with {config} {workload} {log}")
+    r.add_argument("--backend", default="local", choices=["local", "docker"])
+    r.add_argument("--count", type=int, default=300)
+    r.add_argument("--rate", type=float, default=10.0)
+    r.add_argument("--publisher-timeout", type=int, default=900)
+    r.add_argument("--reports", default="reports")
+
+    sub.add_parser("reconcile", help="run the PySpark reconciliation on RUN_DIR (see --help)", add_help=False)
+    sub.add_parser("fault-proxy", help="run the Toxiproxy-compatible fault proxy server", add_help=False)
+
+    v = add("validate", "bring a topology up and run failover scenarios against it; exit 0/1/2")
+    v.add_argument("topology", help="topology file or built-in name")
+    v.add_argument("--scenarios", default=None, help="comma-separated catalog names (default: by topology)")
+    v.add_argument("--backend", default="local", choices=["local", "docker"])
+    v.add_argument("--agent-cmd", default=None, help="agent command template with {config} {workload} {log}")
+    v.add_argument("--seed", type=int, default=1)
+    v.add_argument("--reports", default="reports")
+    v.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+
+    u = add("up", "bring a topology up for manual poking (detached; `bfh down` stops it)")
+    u.add_argument("topology", help="topology file or built-in name")
+    u.add_argument("--backend", default="local", choices=["local", "docker"])
+    for name, what in (
+        ("down", "stop the topology `bfh up` started"),
+        ("status", "show the topology `bfh up` started"),
+    ):
+        x = add(name, what)
+        x.add_argument("--json", action="store_true")
+        x.add_argument("--reports", default="reports")
+    u.add_argument("--reports", default="reports")
+    u.add_argument("--json", action="store_true")
+
+    rp = add("report", "render RUN_DIR/report.html and summary.md from a reconciled run")
+    rp.add_argument("run_dir")
+    rp.add_argument("--json", action="store_true")
+
+    t = add("topology", "validate, show or list topologies")
+    t.add_argument("action", choices=["validate", "show", "list"])
+    t.add_argument("file", nargs="?", default="pair")
+
+    im = add("images", "build the Docker images from Debian packages (cached by recipe hash)")
+    im.add_argument("action", choices=["build", "list"])
+    im.add_argument("names", nargs="*", help="activemq, faultproxy (default: both)")
+    im.add_argument("--force", action="store_true", help="rebuild even if the recipe's tag exists")
+    return p
+
+
+def _images(args: argparse.Namespace) -> int:
+    from harness import images
+
+    try:
+        if args.action == "list":
+            for name, recipe in images.recipes().items():
+                print(f"{name:12} {recipe.tag}")
+            return 0
+        for name, (tag, built, secs) in images.build_all(args.names or None, force=args.force).items():
+            err.print(f"[green]{'built' if built else 'cached'}[/] {name}: {tag} ({secs:.1f}s)")
+    except images.ImageError as e:
+        err.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True, highlight=False)
+        return 2
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    signal.signal(signal.SIGTERM, _sigterm)
+    # These two hand their arguments on untouched to their own parsers.
+    if argv and argv[0] == "fault-proxy":
+        return _fault_proxy(argv[1:])
+    if argv and argv[0] == "reconcile":
+        return _reconcile(argparse.Namespace(), argv[1:])
+    args = build_parser().parse_args(argv)
+    from harness.agents import AgentError
+    from harness.backends import BackendError
+    from harness.catalog import CatalogError, one_line
+    from harness.reporting import ReportError
+    from harness.runner import RunError
+    from harness.schedule import ScheduleError
+    from harness.supervisor import UpError
+    from harness.topology import TopologyError
+
+    try:
+        if args.cmd == "demo":
+            return _demo(args)
+        if args.cmd == "run":
+            if args.list:
+                from harness.catalog import describe
+
+                print("\n".join(f"{x['name']:18} {x['what']}" for x in describe()))
+                return 0
+            if args.scenario:
+                return _run_scenario(args)
+            if not args.schedule:
+                err.print("[red]error:[/] give a scenario name or --schedule FILE (see bfh run --help)")
+                return 2
+            return _run(args)
+        if args.cmd == "images":
+            return _images(args)
+        handlers = {"validate": _validate, "up": _up, "down": _down, "status": _status, "report": _report}
+        if args.cmd in handlers:
+            return handlers[args.cmd](args)
+        return _topology(args)
+    except (CatalogError, ReportError, UpError) as e:
+        err.print(f"[red]error:[/] {escape(one_line(e))}", soft_wrap=True, highlight=False)
+        return 2
+    except (TopologyError, ScheduleError, BackendError, RunError, AgentError) as e:
+        if args.cmd == "validate":  # ops scripts want one line
+            err.print(f"[red]error:[/] {escape(one_line(e))}", soft_wrap=True, highlight=False)
+            return 2
+        err.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True, highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted: everything started was stopped[/]")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

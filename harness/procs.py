@@ -1,0 +1,188 @@
+"""Child processes of the harness: every broker, proxy and agent is started here.
+
+No orphans, by three layers:
+- each child gets PR_SET_PDEATHSIG=SIGKILL, so the kernel kills it when the harness dies,
+  even by kill -9;
+- each child leads its own process group, and `ManagedProcess.kill()` signals the whole group;
+- each child's pid and command line are recorded in a `pids/` folder of its run, so a later
+  harness can reap what a crashed one left (`reap_stale`), checking the command line first so an
+  unrelated process that reused the pid is never touched.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psutil
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+_live: set[ManagedProcess] = set()
+_live_lock = threading.Lock()
+_spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bfh-spawner")
+
+
+def _child_setup() -> None:
+    # Runs in the child between fork and exec.
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    os.setpgid(0, 0)
+
+
+class ManagedProcess:
+    """A child process that the harness owns; `kill()`/`terminate()` reach its whole group."""
+
+    def __init__(
+        self, name: str, popen: subprocess.Popen[bytes], pidfile: Path | None, log_path: Path
+    ) -> None:
+        self.name = name
+        self.popen = popen
+        self.pid = popen.pid
+        self.pidfile = pidfile
+        self.log_path = log_path
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def signal(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pid, sig)
+
+    def kill(self) -> None:
+        """SIGKILL the process group and reap it."""
+        self.signal(signal.SIGKILL)
+        self.wait(10)
+        self._forget()
+
+    def terminate(self, timeout: float = 10.0) -> int | None:
+        """SIGTERM, wait up to `timeout`, then SIGKILL. Returns the exit code."""
+        if self.alive():
+            self.signal(signal.SIGCONT)  # a paused process cannot handle SIGTERM
+            self.signal(signal.SIGTERM)
+            if self.wait(timeout) is None:
+                self.signal(signal.SIGKILL)
+                self.wait(10)
+        self._forget()
+        return self.popen.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        try:
+            return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _forget(self) -> None:
+        with _live_lock:
+            _live.discard(self)
+        if self.pidfile is not None and not self.alive():
+            self.pidfile.unlink(missing_ok=True)
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def spawn(
+    name: str,
+    cmd: Sequence[str],
+    log_path: str | Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    pid_dir: str | Path | None = None,
+) -> ManagedProcess:
+    """Start `cmd` with stdout+stderr to `log_path`; record it in `pid_dir` for stale reaping."""
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+
+    def _popen() -> subprocess.Popen[bytes]:
+        with log_path.open("ab") as log:
+            return subprocess.Popen(
+                list(cmd),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=full_env,
+                cwd=str(cwd) if cwd else None,
+                preexec_fn=_child_setup,  # prctl must run in the child
+                close_fds=True,
+            )
+
+    # PDEATHSIG fires when the forking *thread* exits, so every fork happens on one thread that
+    # lives as long as the harness, whichever thread asked (nemesis threads are short-lived).
+    popen = _spawner.submit(_popen).result()
+    pidfile = None
+    if pid_dir is not None:
+        pid_dir = Path(pid_dir)
+        pid_dir.mkdir(parents=True, exist_ok=True)
+        pidfile = pid_dir / f"{name}.{popen.pid}.json"
+        pidfile.write_text(json.dumps({"pid": popen.pid, "name": name, "cmd": list(cmd), **_OWNER}))
+    proc = ManagedProcess(name, popen, pidfile, log_path)
+    with _live_lock:
+        _live.add(proc)
+    return proc
+
+
+def kill_all() -> None:
+    """Kill every child still alive (atexit and signal handlers call this)."""
+    with _live_lock:
+        procs = list(_live)
+    for p in procs:
+        p.kill()
+
+
+atexit.register(kill_all)
+
+# Who started a recorded process: a process is stale only once this owner is gone.
+_OWNER = {"owner_pid": os.getpid(), "owner_started": psutil.Process().create_time()}
+
+
+def _owner_alive(rec: dict[str, object]) -> bool:
+    try:
+        owner = psutil.Process(int(rec["owner_pid"]))  # type: ignore[call-overload]
+        return abs(owner.create_time() - float(rec["owner_started"])) < 0.01  # type: ignore[arg-type]
+    except (KeyError, ValueError, TypeError, psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def reap_stale(pid_dir: str | Path) -> list[int]:
+    """Kill processes recorded in `pid_dir` by a harness that is gone. Returns the pids killed.
+
+    Records of a live harness (this one or another running beside it) are left alone.
+    """
+    killed: list[int] = []
+    pid_dir = Path(pid_dir)
+    if not pid_dir.is_dir():
+        return killed
+    for f in pid_dir.glob("*.json"):
+        try:
+            rec = json.loads(f.read_text())
+            if _owner_alive(rec):
+                continue
+            proc = psutil.Process(int(rec["pid"]))
+            # Only a process whose command line is the one we recorded is ours.
+            if proc.cmdline() == rec["cmd"]:
+                os.killpg(proc.pid, signal.SIGKILL)
+                killed.append(proc.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError, ValueError, KeyError, OSError):
+            pass
+        f.unlink(missing_ok=True)
+    if killed:
+        time.sleep(0.2)
+    return killed

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Idempotent set-up used by `make demo` and `make test`: Debian packages the brokers need,
+# then a .venv with the pinned Python dependencies and this project installed editable.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PKGS=(openjdk-17-jre-headless activemq libmqtt-client-java libhawtdispatch-java libactivemq-java chromium mmdebstrap)
+
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ -n "${ACTIVEMQ_HOME:-}" ] && command -v java >/dev/null; then
+    echo "setup: ACTIVEMQ_HOME=$ACTIVEMQ_HOME given; skipping Debian's activemq packages"
+  else
+    echo "setup: installing Debian packages: ${missing[*]}"
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.requirements.sha256
+want=$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing pinned Python dependencies"
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements.lock
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
+  echo "$want" > "$stamp"
+fi

@@ -1,0 +1,1 @@
+"""PySpark reconciliation of message logs and fault logs."""

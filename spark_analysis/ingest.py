@@ -1,0 +1,224 @@
+"""Stage message logs as Parquet once, then reuse them.
+
+``RUN_DIR/agents/*/messages.jsonl`` -> ``RUN_DIR/analysis/events.parquet/event=<event>/``
+plus ``RUN_DIR/analysis/events.manifest.json`` (the source files' sizes and mtimes). A later job
+reuses the Parquet while the manifest matches the sources, so a nightly history is parsed once.
+
+Every line is kept: records that cannot be used land in ``event=_malformed`` with the reason,
+the file and the raw text, so the reconciliation can count and show them instead of crashing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+STAGE_VERSION = 2
+EVENTS_DIR = "events.parquet"
+MANIFEST = "events.manifest.json"
+MALFORMED = "_malformed"
+
+MESSAGE_EVENTS = ("send_attempt", "sent", "dropped", "received")
+PUBLISHER_EVENTS = ("send_attempt", "sent", "dropped")
+KNOWN_EVENTS = ("subscribed", "connected", "disconnected", *MESSAGE_EVENTS)
+
+#: the fields of the message-log contract the job reads (others are ignored)
+RECORD_FIELDS: list[tuple[str, T.DataType]] = [
+    ("ts", T.DoubleType()),
+    ("run", T.StringType()),
+    ("agent", T.StringType()),
+    ("event", T.StringType()),
+    ("msg_id", T.StringType()),
+    ("topic", T.StringType()),
+    ("broker", T.StringType()),
+    ("subscription", T.StringType()),
+    ("qos", T.IntegerType()),
+    ("durable", T.BooleanType()),
+    ("attempt", T.IntegerType()),
+    ("attempts", T.IntegerType()),
+    ("reason", T.StringType()),
+    ("role", T.StringType()),
+    ("handed_to_broker", T.BooleanType()),
+]
+
+#: schema of the staged Parquet (``event`` is the partition column)
+STAGED_SCHEMA = T.StructType(
+    [T.StructField(n, t) for n, t in RECORD_FIELDS if n != "event"]
+    + [
+        T.StructField("seq", T.LongType()),
+        T.StructField("bad_reason", T.StringType()),
+        T.StructField("raw", T.StringType()),
+        T.StructField("file", T.StringType()),
+        T.StructField("event", T.StringType()),
+    ]
+)
+
+_PARSE_SCHEMA = T.StructType(
+    [T.StructField(n, t) for n, t in RECORD_FIELDS] + [T.StructField("_corrupt", T.StringType())]
+)
+
+
+@dataclass(frozen=True)
+class RunSources:
+    run_dir: Path
+    files: list[Path]
+
+    @property
+    def events_dir(self) -> Path:
+        return self.run_dir / "analysis" / EVENTS_DIR
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.run_dir / "analysis" / MANIFEST
+
+
+def discover(run_dir: Path) -> RunSources:
+    files = sorted(p for p in (run_dir / "agents").glob("*/messages.jsonl") if p.is_file())
+    return RunSources(run_dir, files)
+
+
+def fingerprint(run_dir: Path, files: list[Path]) -> list[dict[str, Any]]:
+    """Sizes and mtimes of the sources, by path relative to the run folder (a moved or copied
+    run folder keeps its staged Parquet)."""
+    out = []
+    for p in files:
+        st = p.stat()
+        out.append(
+            {"path": p.relative_to(run_dir).as_posix(), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+        )
+    return out
+
+
+def read_manifest(src: RunSources) -> dict[str, Any] | None:
+    try:
+        data = json.loads(src.manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def is_fresh(src: RunSources) -> bool:
+    """True when the staged Parquet exists and was made from exactly the current sources."""
+    manifest = read_manifest(src)
+    if manifest is None or manifest.get("version") != STAGE_VERSION or not src.events_dir.is_dir():
+        return False
+    if manifest.get("synthetic"):
+        return True
+    return manifest.get("sources") == fingerprint(src.run_dir, src.files)
+
+
+def write_manifest(src: RunSources, **extra: Any) -> None:
+    data = {
+        "version": STAGE_VERSION,
+        "sources": fingerprint(src.run_dir, src.files),
+        "staged_at": time.time(),
+        **extra,
+    }
+    tmp = src.manifest_path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(src.manifest_path)
+
+
+def _parse(text: DataFrame) -> DataFrame:
+    """Raw lines (value, rk) -> staged rows (rk + STAGED_SCHEMA)."""
+    r = F.from_json(
+        "value", _PARSE_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
+    ).alias("r")
+    df = text.select("rk", F.monotonically_increasing_id().alias("seq"), "value", r)
+    col = F.col
+    ev = col("r.event")
+    no_fields = col("r.ts").isNull() & ev.isNull() & col("r.agent").isNull()
+    bad = (
+        F.when(col("r").isNull() | (col("r._corrupt").isNotNull() & no_fields), F.lit("unparseable"))
+        .when(col("r._corrupt").isNotNull(), F.lit("bad_type"))
+        .when(col("r.ts").isNull(), F.lit("missing_ts"))
+        .when(ev.isNull(), F.lit("missing_event"))
+        .when(col("r.agent").isNull(), F.lit("missing_agent"))
+        .when(ev.isin(*MESSAGE_EVENTS) & col("r.msg_id").isNull(), F.lit("missing_msg_id"))
+        .when((ev == "received") & col("r.subscription").isNull(), F.lit("missing_subscription"))
+        .when(ev.isin("subscribed", "send_attempt") & col("r.topic").isNull(), F.lit("missing_topic"))
+    )
+    df = df.withColumn("bad_reason", bad)
+    is_bad = col("bad_reason").isNotNull()
+    fields = [F.when(~is_bad, col(f"r.{n}")).cast(t).alias(n) for n, t in RECORD_FIELDS if n != "event"]
+    return df.select(
+        "rk",
+        *fields,
+        "seq",
+        "bad_reason",
+        F.when(is_bad, F.substring("value", 1, 300)).alias("raw"),
+        F.when(is_bad, F.input_file_name()).alias("file"),
+        F.when(is_bad, F.lit(MALFORMED)).otherwise(ev).alias("event"),
+    )
+
+
+def stage(spark: SparkSession, run_dirs: list[Path], *, force: bool = False) -> list[RunSources]:
+    """Make sure every run's logs are staged as Parquet; parse only the stale ones, in one job."""
+    sources = [discover(d) for d in run_dirs]
+    todo = [(i, s) for i, s in enumerate(sources) if force or not is_fresh(s)]
+    with_files = [(i, s) for i, s in todo if s.files]
+    if with_files:
+        scratch_root = with_files[0][1].run_dir / "analysis"
+        scratch_root.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=".staging-", dir=scratch_root))
+        try:
+            text: DataFrame | None = None
+            for i, s in with_files:
+                part = (
+                    spark.read.text([str(p) for p in s.files])
+                    .where(F.length(F.trim("value")) > 0)
+                    .withColumn("rk", F.lit(i))
+                )
+                text = part if text is None else text.unionByName(part)
+            assert text is not None
+            _parse(text).write.partitionBy("rk", "event").mode("overwrite").parquet(str(scratch / "out"))
+            for i, s in with_files:
+                produced = scratch / "out" / f"rk={i}"
+                if not produced.is_dir():  # only blank lines
+                    produced.mkdir(parents=True)
+                _replace_dir(produced, s.events_dir)
+                write_manifest(s)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    for _, s in todo:
+        if not s.files:
+            s.events_dir.parent.mkdir(parents=True, exist_ok=True)
+            if s.events_dir.exists():
+                shutil.rmtree(s.events_dir)
+            s.events_dir.mkdir()
+            write_manifest(s)
+    return sources
+
+
+def _replace_dir(new: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    if target.exists():
+        target.rename(old)
+    shutil.move(str(new), str(target))
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def read_staged(spark: SparkSession, sources: list[RunSources]) -> DataFrame:
+    """All runs' staged events as one DataFrame with the run key ``rk`` (index in ``sources``).
+
+    One scan per run, unioned (Spark's partition discovery wants one root per relation).
+    """
+    frames = [
+        spark.read.schema(STAGED_SCHEMA).parquet(str(s.events_dir)).withColumn("rk", F.lit(i))
+        for i, s in enumerate(sources)
+    ]
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out

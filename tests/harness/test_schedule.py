@@ -1,0 +1,72 @@
+"""Schedules as data: validation, files, the generated-chaos strategy, and the CLI's error path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+
+from harness.schedule import Schedule, ScheduleError, Step, load_schedule
+from scenarios.chaos import save_schedule, schedules
+
+
+def test_schedule_file_round_trip(tmp_path):
+    s = Schedule(seed=7, steps=[Step(at=3, fault="kill", target="master:pair", duration=4)], settle_s=5)
+    path = tmp_path / "s.json"
+    s.to_file(path)
+    assert load_schedule(path) == s
+    assert s.steps[0].ends_at == 7
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ('{"steps": [{"at": -1, "fault": "kill", "target": "x"}]}', "steps.0.at"),
+        ('{"steps": [{"at": 1, "fault": "explode", "target": "x"}]}', "steps.0.fault"),
+        ('{"steps": [{"at": 1, "fault": "kill"}]}', "steps.0.target"),
+        ('{"steps": [], "bogus": 1}', "bogus"),
+        ("steps: [", "not valid YAML"),
+    ],
+)
+def test_bad_schedule_names_the_problem(tmp_path, body, words):
+    path = tmp_path / "bad.yaml"
+    path.write_text(body)
+    with pytest.raises(ScheduleError, match=words.replace(".", r"\.")):
+        load_schedule(path)
+
+
+@settings(max_examples=50, deadline=None)
+@given(schedules())
+def test_generated_schedules_are_valid_and_replayable(tmp_path_factory, schedule):
+    folder = tmp_path_factory.mktemp("sched")
+    path = save_schedule(schedule, folder)
+    again = load_schedule(path)
+    assert again == schedule
+    assert 1 <= len(again.steps) <= 3
+    assert all(a.at <= b.at for a, b in zip(again.steps, again.steps[1:], strict=False))
+
+
+def test_cli_rejects_a_bad_schedule_without_starting_anything(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"steps": [{"at": 1, "fault": "kill"}]}))
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            "--schedule",
+            str(bad),
+            "--reports",
+            str(tmp_path / "reports"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "steps.0.target" in out.stderr
+    assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())
