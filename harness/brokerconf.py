@@ -12,7 +12,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, PackageLoader, StrictUndefined
 
-from harness.plan import BrokerPlan, Plan, connector_uri
+from harness.plan import HOST, BrokerPlan, Plan, connector_uri
 from harness.tls import load_run_tls
 
 _jinja = Environment(
@@ -83,11 +83,26 @@ def broker_view(
     }
 
 
+def for_container(xml: str, bridge_host: str) -> str:
+    """An activemq.xml made for a container: connectors listen on every interface (published
+    ports arrive on the container's own address) and bridges dial `bridge_host`, where the
+    fault proxy's bridge links are reachable from the container network."""
+    lines = []
+    for line in xml.splitlines(keepends=True):
+        if "<transportConnector " in line:
+            line = line.replace(f"://{HOST}:", "://0.0.0.0:")
+        elif "<networkConnector " in line:
+            line = line.replace(f"://{HOST}:", f"://{bridge_host}:")
+        lines.append(line)
+    return "".join(lines)
+
+
 def render_broker(
     plan: Plan,
     broker: BrokerPlan,
     *,
     log_file: Path | None = None,
+    console_log: bool = False,
     paths: dict[str, str] | None = None,
     ssl: dict[str, str] | None = None,
 ) -> dict[str, str]:
@@ -96,6 +111,7 @@ def render_broker(
     `paths` overrides the data/store directories as seen by the broker (a container sees other
     paths than the host); `ssl` names keystore/truststore/password when TLS connectors exist
     (default: the run's material under `plan.tls_dir`, which the backend creates first).
+    `console_log` logs to stdout instead of a file (`docker compose logs`).
     """
     group = plan.topology.group(broker.group)
     view = broker_view(plan, broker, paths, ssl)
@@ -110,5 +126,7 @@ def render_broker(
         xml = env.get_template(path.name).render(**view)
     else:
         xml = _jinja.get_template("activemq.xml.j2").render(**view)
-    log4j = _jinja.get_template("log4j.properties.j2").render(log_file=str(log_file or broker.log_file))
+    log4j = _jinja.get_template("log4j.properties.j2").render(
+        log_file=None if console_log else str(log_file or broker.log_file)
+    )
     return {"activemq.xml": xml, "log4j.properties": log4j}

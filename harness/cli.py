@@ -31,6 +31,8 @@ EXAMPLES = {
     "reconcile": "\nexamples:\n  bfh reconcile reports/RUN_DIR\n"
     "  bfh reconcile reports/RUN_DIR --policy policy.yaml\n"
     "  bfh report reports/RUN_DIR   # re-render report.html",
+    "compose": "examples:\n  bfh compose pair && docker compose -f compose/pair.yml up\n"
+    "  bfh compose my-topology.yaml --out /tmp/stack && docker-compose -f /tmp/stack/my-topology.yml up -d",
     "topology": "examples:\n  bfh topology list\n  bfh topology validate my-topology.yaml\n"
     "  bfh topology show pair",
 }
@@ -325,6 +327,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("action", choices=["validate", "show", "list"])
     t.add_argument("file", nargs="?", default="pair")
 
+    c = add("compose", "write a Docker Compose file (and its conf dir) for a topology")
+    c.add_argument("topology", help="topology file or built-in name")
+    c.add_argument("--out", default="compose", help="folder for <name>.yml and conf/<name>/")
+    c.add_argument("--client-port", type=int, default=21000, help="first published client port")
+    c.add_argument("--api-port", type=int, default=8474, help="published fault-proxy API port (default 8474)")
+
     im = add("images", "build the Docker images from Debian packages (cached by recipe hash)")
     im.add_argument("action", choices=["build", "list"])
     im.add_argument("names", nargs="*", help="activemq, faultproxy (default: both)")
@@ -345,6 +353,22 @@ def _images(args: argparse.Namespace) -> int:
     except images.ImageError as e:
         err.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True, highlight=False)
         return 2
+    return 0
+
+
+def _compose(args: argparse.Namespace) -> int:
+    from harness.compose import ComposeError, n_client_ports, write
+    from harness.topology import load_topology
+
+    topo = load_topology(args.topology)
+    ports = range(args.client_port, args.client_port + n_client_ports(topo))
+    try:
+        written = write(topo, Path(args.out), ports, args.api_port)
+    except ComposeError as e:
+        err.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True, highlight=False)
+        return 2
+    for path in written:
+        print(path)
     return 0
 
 
@@ -383,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args)
         if args.cmd == "images":
             return _images(args)
+        if args.cmd == "compose":
+            return _compose(args)
         handlers = {"validate": _validate, "up": _up, "down": _down, "status": _status, "report": _report}
         if args.cmd in handlers:
             return handlers[args.cmd](args)

@@ -24,6 +24,7 @@ import random
 import socket
 import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -296,7 +297,9 @@ def _multicast_for(run_dir: Path) -> Multicast:
     )
 
 
-def make_plan(topology: Topology, run_dir: str | Path) -> Plan:
+def make_plan(topology: Topology, run_dir: str | Path, port_pool: Iterator[int] | None = None) -> Plan:
+    """Allocate every port (free, reserved loopback ports; or from `ports`, for static files such
+    as generated compose files) and make every connection a proxied link."""
     run_dir = Path(run_dir).resolve()
     groups = topology.groups
     n_connector_ports = sum(sum(1 for s in g.connectors.values() if not s.port) * g.size for g in groups)
@@ -307,7 +310,8 @@ def make_plan(topology: Topology, run_dir: str | Path) -> Plan:
         len(bridge_sources(topology, b)) * len(bridge_targets(topology, b)) for b in static_bridges
     )
     n_bridge_links += sum(topology.group(g).size for g in mcast_targets)
-    pool = iter(free_ports(n_connector_ports + n_client_links + n_bridge_links))
+    n_ports = n_connector_ports + n_client_links + n_bridge_links
+    pool = port_pool if port_pool is not None else iter(free_ports(n_ports))
 
     brokers: dict[str, BrokerPlan] = {}
     for g in groups:

@@ -24,6 +24,7 @@ from typing import Any
 
 from harness.backends.base import BackendError
 from harness.backends.local import LocalBackend, listening_ports
+from harness.brokerconf import for_container
 from harness.images import ImageError, docker_client
 from harness.plan import HOST, BrokerPlan, Plan
 
@@ -199,14 +200,7 @@ class DockerBackend(LocalBackend):
         # Inside its container a broker must listen on all interfaces (published ports arrive on
         # the container's bridge address), and bridges must reach the host's fault proxy.
         xml = b.conf_dir / "activemq.xml"
-        lines = []
-        for line in xml.read_text(encoding="utf-8").splitlines(keepends=True):
-            if "<transportConnector " in line:
-                line = line.replace(f"://{HOST}:", "://0.0.0.0:")
-            elif "<networkConnector " in line:
-                line = line.replace(f"://{HOST}:", f"://{HOST_ALIAS}:")
-            lines.append(line)
-        xml.write_text("".join(lines), encoding="utf-8")
+        xml.write_text(for_container(xml.read_text(encoding="utf-8"), HOST_ALIAS), encoding="utf-8")
 
     def _ensure_network(self) -> None:
         if self.network is None:
@@ -308,19 +302,8 @@ class DockerBackend(LocalBackend):
             return False
         return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
-    def master(self, group: str) -> str | None:
-        for b in self.plan.members(group):
-            if self.alive(b.name) and self._listening_in(b.name, b.ports["openwire"]):
-                return b.name
-        return None
-
-    def state(self, broker: str) -> str:
-        if not self.alive(broker):
-            return "down"
-        if broker in self._paused:
-            return "paused"
-        openwire = self.plan.brokers[broker].ports["openwire"]
-        return "master" if self._listening_in(broker, openwire) else "slave"
+    def _serving(self, broker: str) -> bool:
+        return self._listening_in(broker, self.plan.brokers[broker].ports["openwire"])
 
     def _wait_state(self, name: str, want_master: bool, timeout: float = 90.0) -> str:
         from harness.backends import local

@@ -573,10 +573,14 @@ class LocalBackend:
         p = self._procs.get(broker)
         return p.pid if p is not None and p.alive() else None
 
+    def _serving(self, broker: str) -> bool:
+        """Its openwire port is bound (a slave waiting for the store lock binds none)."""
+        return _listening(self.plan.brokers[broker].ports["openwire"])
+
     def master(self, group: str) -> str | None:
-        """The member serving clients now: alive and its openwire port bound (a slave binds none)."""
+        """The member serving clients now: alive and serving."""
         for b in self.plan.members(group):
-            if self.alive(b.name) and _listening(b.ports["openwire"]):
+            if self.alive(b.name) and self._serving(b.name):
                 return b.name
         return None
 
@@ -586,7 +590,7 @@ class LocalBackend:
             return "down"
         if broker in self._paused:
             return "paused"
-        return "master" if _listening(self.plan.brokers[broker].ports["openwire"]) else "slave"
+        return "master" if self._serving(broker) else "slave"
 
     def states(self) -> dict[str, str]:
         return {b: self.state(b) for b in self.plan.brokers}
