@@ -401,10 +401,12 @@ class DockerBackend(LocalBackend):
         self._sync_links()
 
     def reconnect(self, broker: str) -> None:
-        c = self._container(broker)
         if broker not in self._isolated:
             return
-        self.network.connect(c)
+        if not self.alive(broker):  # killed while cut off: its next start joins the network afresh
+            self._isolated.discard(broker)
+            return
+        self.network.connect(self._container(broker))
         self._isolated.discard(broker)
         self._sync_links()
 
