@@ -97,7 +97,8 @@ def _static_list_variant():
     return parse_topology(data, "seed002 variant of network-of-pairs")
 
 
-def test_seed002_static_list_flagged_while_masterslave_passes(run_scenario):
+# named so that `-k masterslave` selects the pair suite only: this is a network scenario
+def test_seed002_static_list_flagged_while_pair_aware_bridge_passes(run_scenario):
     """Promise (seed 002): a `static:(master,slave)` bridge to a pair misbehaves — it keeps failing to
     connect to the slave (log spam) — where the `masterslave:` form runs clean and loses nothing,
     under the same kill of the remote master."""
