@@ -21,6 +21,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 
+# The compose tests run a Compose: Debian's docker-compose when Docker has no `compose` plugin.
+if command -v docker >/dev/null && ! command -v docker-compose >/dev/null \
+  && ! docker compose version >/dev/null 2>&1; then
+  echo "setup: installing Debian's docker-compose"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends docker-compose \
+    || echo "setup: docker-compose not installed; the compose test will be skipped"
+fi
+
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
