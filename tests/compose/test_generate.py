@@ -61,3 +61,15 @@ def test_wrong_number_of_client_ports_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ComposeError, match="needs 6 distinct client ports"):
         write(builtin_topology("pair"), tmp_path, client_ports=[30000, 30001])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_writes_files_and_refuses_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    assert main(["compose", "pair", "--out", str(tmp_path / "ok"), "--client-port", "25000"]) == 0
+    text = (tmp_path / "ok" / "pair.yml").read_text()
+    assert "# mb.urls (mqtt, group pair) = 127.0.0.1:25000,127.0.0.1:25003" in text
+    assert main(["compose", "secure-pair", "--out", str(tmp_path / "tls")]) == 2
+    assert main(["compose", "no-such-topology", "--out", str(tmp_path / "none")]) == 2
+    assert not (tmp_path / "tls").exists() and not (tmp_path / "none").exists()
+    assert "TLS connectors" in capsys.readouterr().err
