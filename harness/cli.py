@@ -331,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("topology", help="topology file or built-in name")
     c.add_argument("--out", default="compose", help="folder for <name>.yml and conf/<name>/")
     c.add_argument("--client-port", type=int, default=21000, help="first published client port")
-    c.add_argument("--api-port", type=int, default=8474, help="published fault-proxy API port (default 8474)")
+    c.add_argument("--api-port", type=int, default=8474, help="published fault-proxy API port")
 
     im = add("images", "build the Docker images from Debian packages (cached by recipe hash)")
     im.add_argument("action", choices=["build", "list"])

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from harness.backends.local import activemq_command
 from harness.brokerconf import for_container, render_broker
 from harness.plan import Link, Plan, make_plan
 from harness.topology import Topology
@@ -96,23 +97,9 @@ def _proxies(plan: Plan) -> list[dict[str, Any]]:
 def _broker_service(name: str, group: str, conf: str) -> dict[str, Any]:
     return {
         "image": ACTIVEMQ_IMAGE,
-        "command": [
-            "java",
-            "-Xmx256m",
-            "-XX:+UseSerialGC",
-            "-Dlog4j.configuration=file:/conf/log4j.properties",
-            "-Dactivemq.classpath=/conf",
-            "-Dactivemq.home=/usr/share/activemq",
-            "-Dactivemq.base=/data",
-            "-Dactivemq.conf=/conf",
-            "-Dactivemq.data=/data",
-            "--add-opens",
-            "java.base/java.lang=ALL-UNNAMED",
-            "-jar",
-            "/usr/share/activemq/bin/activemq.jar",
-            "start",
-            "xbean:file:/conf/activemq.xml",
-        ],
+        "command": activemq_command(
+            "java", Path("/usr/share/activemq"), Path("/conf"), Path("/data"), Path("/data"), 256
+        ),
         "hostname": name,
         "volumes": [f"{conf}:/conf:ro", f"{group}-store:/store"],
         # healthy = serving; a slave waits for the store lock and stays unhealthy

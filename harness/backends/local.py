@@ -50,6 +50,32 @@ def activemq_home() -> Path:
     return Path(os.environ.get("ACTIVEMQ_HOME") or DEBIAN_HOME)
 
 
+def activemq_command(
+    java: str, home: Path, conf_dir: Path, base_dir: Path, data_dir: Path, heap_mb: int
+) -> list[str]:
+    """The broker's JVM command line (`activemq.jar start xbean:file:...`, not the init script)."""
+    return [
+        java,
+        f"-Xmx{heap_mb}m",
+        "-Xms64m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+        f"-Dlog4j.configuration=file:{conf_dir}/log4j.properties",
+        f"-Dactivemq.classpath={conf_dir}",
+        f"-Dactivemq.home={home}",
+        f"-Dactivemq.base={base_dir}",
+        f"-Dactivemq.conf={conf_dir}",
+        f"-Dactivemq.data={data_dir}",
+        f"-Djava.io.tmpdir={data_dir}",
+        "--add-opens",
+        "java.base/java.lang=ALL-UNNAMED",
+        "-jar",
+        str(home / "bin" / "activemq.jar"),
+        "start",
+        f"xbean:file:{conf_dir}/activemq.xml",
+    ]
+
+
 def java_bin() -> str:
     java_home = os.environ.get("JAVA_HOME")
     if java_home:
@@ -350,26 +376,7 @@ class LocalBackend:
                 f.write(text)
 
     def _command(self, b: BrokerPlan) -> list[str]:
-        return [
-            java_bin(),
-            f"-Xmx{self.heap_mb}m",
-            "-Xms64m",
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
-            f"-Dlog4j.configuration=file:{b.conf_dir}/log4j.properties",
-            f"-Dactivemq.classpath={b.conf_dir}",
-            f"-Dactivemq.home={self.home}",
-            f"-Dactivemq.base={b.base_dir}",
-            f"-Dactivemq.conf={b.conf_dir}",
-            f"-Dactivemq.data={b.data_dir}",
-            "-Djava.io.tmpdir=" + str(b.data_dir),
-            "--add-opens",
-            "java.base/java.lang=ALL-UNNAMED",
-            "-jar",
-            str(self.home / "bin" / "activemq.jar"),
-            "start",
-            f"xbean:file:{b.conf_dir}/activemq.xml",
-        ]
+        return activemq_command(java_bin(), self.home, b.conf_dir, b.base_dir, b.data_dir, self.heap_mb)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> None:
