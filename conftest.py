@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,21 @@ def backend_kind(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="session")
 def agent_cmd(request: pytest.FixtureRequest) -> str | None:
     return request.config.getoption("--agent-cmd")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _spark_warmup(request: pytest.FixtureRequest) -> None:
+    """Start this worker's Spark session in the background while its first scenario runs: a cold
+    session costs tens of seconds that the first reconcile would otherwise wait out."""
+    if any(item.get_closest_marker("spark") for item in request.session.items):
+        threading.Thread(target=_warm_spark, name="spark-warmup", daemon=True).start()
+
+
+def _warm_spark() -> None:
+    from spark_analysis.session import get_spark
+
+    with contextlib.suppress(Exception):  # the first real reconcile reports a broken Spark
+        get_spark().range(1000).groupBy().count().collect()
 
 
 @pytest.fixture

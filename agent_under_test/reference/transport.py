@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import socket
 import ssl
 import threading
@@ -267,6 +268,27 @@ class MqttLink(Link):
 
 
 class MqttTransport(Transport):
+    """MQTT links; a durable session's CONNECT goes only to a broker that has just answered a probe.
+
+    A CONNECT sent to a frozen broker (SIGSTOPped, or its link black-holed) is replayed when it
+    thaws. ActiveMQ steals the link for each replay of the same client id, restores the client's
+    durable subscriptions, then closes it; racing the live connection, this can leave the live
+    connection's subscription with no consumer: SUBACK granted, nothing ever delivered. So the
+    durable client id is never queued at an unresponsive broker (the probe uses a throwaway,
+    clean-session id), and after the broker was unresponsive it gets `settle_s` to close the
+    connections it was still holding before the client id is presented again.
+    """
+
+    settle_s = 1.0
+
+    def __init__(
+        self, conf: AgentConf, keepalive: int | None = None, liveness_timeout: float | None = None
+    ) -> None:
+        super().__init__(conf, keepalive, liveness_timeout)
+        self._probes = itertools.count(1)
+        self._unresponsive: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
     def connect(
         self,
         url: BrokerUrl,
@@ -275,9 +297,29 @@ class MqttTransport(Transport):
         on_message: OnMessage | None,
         timeout: float | None,
     ) -> Link:
+        if durable and client_id:
+            self._probe(url, client_id, timeout)
         link = MqttLink(self.conf, url, client_id or "", not durable, on_message, self.keepalive)
         link.handshake(timeout)
         return link
+
+    def _probe(self, url: BrokerUrl, client_id: str, timeout: float | None) -> None:
+        key = (url.key, client_id)
+        probe_id = f"{client_id}-probe-{next(self._probes)}"
+        probe = MqttLink(self.conf, url, probe_id, True, None, self.keepalive)
+        try:
+            probe.handshake(timeout)
+        except LinkError as e:
+            if e.kind == "timeout":
+                with self._lock:
+                    self._unresponsive.add(key)
+            raise
+        probe.close()
+        with self._lock:
+            thawed = key in self._unresponsive
+            self._unresponsive.discard(key)
+        if thawed:
+            time.sleep(self.settle_s)
 
 
 # ---------------------------------------------------------------------------------------------
