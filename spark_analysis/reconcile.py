@@ -704,13 +704,12 @@ class _Job:
                 order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
             ),
         )
-        frames["ooo"] = ooo.groupBy(*stream).agg(
-            F.count(F.lit(1)).alias("receipts"),
-            F.count(F.when(col("ooo"), 1)).alias("n"),
-            F.collect_list(F.when(col("ooo") & (col("ooo_rank") <= pol.examples), col("msg_id"))).alias(
-                "examples"
-            ),
-        )
+        # the first few out-of-order receipts are part of the grouping key (null on every other
+        # row): numeric buffers only, so a code-generated hash aggregation instead of collect_list
+        pick = col("ooo") & (col("ooo_rank") <= pol.examples)
+        frames["ooo"] = ooo.groupBy(
+            *stream, F.when(pick, col("ooo_rank")).alias("slot"), F.when(pick, col("msg_id")).alias("example")
+        ).agg(F.count(F.lit(1)).alias("receipts"), F.count(F.when(col("ooo"), 1)).alias("n"))
         frames.update(self._fault_frames())
         return _collect_many(frames)
 
@@ -887,18 +886,7 @@ class _Job:
                 if r["rk"] == rk and r["n"]:
                     p = r["p"]
                     latency = {"p50": p[0], "p95": p[1], "p99": p[2], "max": r["max"], "count": r["n"]}
-            streams = [
-                {
-                    "subscriber": self.sub_at[(rk, r["sub_index"])]["agent"],
-                    "subscription": self.sub_at[(rk, r["sub_index"])]["filter"],
-                    "publisher": r["publisher"],
-                    "receipts": r["receipts"],
-                    "out_of_order": r["n"],
-                    "examples": r["examples"],
-                }
-                for r in got["ooo"]
-                if r["rk"] == rk
-            ]
+            streams = _ooo_streams([r for r in got["ooo"] if r["rk"] == rk], self.sub_at)
             streams.sort(key=lambda s: (s["subscriber"] or "", s["subscription"] or "", s["publisher"] or ""))
             facts = [r for r in self.facts if r["rk"] == rk]
             by_reason: dict[str, int] = defaultdict(int)
@@ -990,6 +978,35 @@ class _Job:
             shutil.rmtree(old, ignore_errors=True)
             _write_text(analysis / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
             _write_text(analysis / "report.md", render_report(summary))
+
+
+def _ooo_streams(
+    rows: list[dict[str, Any]], sub_at: dict[tuple[int, int], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One entry per (subscription, publisher) stream from the ``ooo`` rows: per stream one row
+    with the counts and up to ``examples`` rows each holding one example in ``slot`` order."""
+    out: dict[tuple[int, int, str | None], dict[str, Any]] = {}
+    slots: dict[tuple[int, int, str | None], list[tuple[int, str]]] = defaultdict(list)
+    for r in rows:
+        key = (r["rk"], r["sub_index"], r["publisher"])
+        s = out.setdefault(
+            key,
+            {
+                "subscriber": sub_at[key[:2]]["agent"],
+                "subscription": sub_at[key[:2]]["filter"],
+                "publisher": r["publisher"],
+                "receipts": 0,
+                "out_of_order": 0,
+                "examples": [],
+            },
+        )
+        s["receipts"] += r["receipts"]
+        s["out_of_order"] += r["n"]
+        if r["slot"] is not None:
+            slots[key].append((r["slot"], r["example"]))
+    for key, found in slots.items():
+        out[key]["examples"] = [e for _, e in sorted(found)]
+    return list(out.values())
 
 
 def _short_path(path: str | None, run_dir: Path) -> str | None:
