@@ -65,6 +65,10 @@ def quiet_client_logs() -> None:
 def main(
     prog: str, factory: Callable[[AgentConf, Workload, Path], Agent], argv: Sequence[str] | None = None
 ) -> int:
+    # A stop request that arrives while the config loads is kept, not fatal (exit 0, not -15).
+    early: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: early.append(signum))
+    signal.signal(signal.SIGINT, lambda signum, frame: early.append(signum))
     conf, wl, log = load(prog, argv)
     quiet_client_logs()
     agent = factory(conf, wl, log)
@@ -74,4 +78,6 @@ def main(
 
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    if early:
+        agent.stop.set()
     return agent.run()

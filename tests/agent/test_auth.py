@@ -81,6 +81,9 @@ def test_rejected_credentials_bounded_attempt_rate(auth_pair: Environment, proto
         subscriptions=[f"{root}/a/#", f"{root}/b/#"],
         conf={"mb.username": USER, "mb.password": "wrong-password", "mb.backoff.cap": "1.0"},
     )
+    # the window starts at the first attempt: on a loaded machine the agent may take seconds to
+    # start, and a SIGTERM before it installed its handler would end it with -15
+    wait_or_fail(ag, lambda a: events(a, "disconnected"), 30, "first connection attempt")
     time.sleep(RUN_S)
     stop_ok(ag)
     assert not events(ag, "subscribed") and not events(ag, "connected")
@@ -99,6 +102,9 @@ def test_control_auth_tight_loop_defect_is_caught(auth_pair: Environment) -> Non
         conf={"mb.username": USER, "mb.password": "wrong-password"},
         command=defect("auth_tight_loop"),
     )
+    # the window starts at the first attempt: on a loaded machine the agent may take seconds to
+    # start, and a SIGTERM before it installed its handler would end it with -15
+    wait_or_fail(ag, lambda a: events(a, "disconnected"), 30, "first connection attempt")
     time.sleep(RUN_S)
     stop_ok(ag)
     rates = _attempt_rates(ag, {f"subscriber:{root}/a/#"})
