@@ -65,44 +65,18 @@ def _warm_spark() -> None:
 
 def _tiny_run(run_dir: Path) -> Path:
     """A run folder in the message-log contract: 20 messages, two subscriptions, one fault."""
-    import json
     import time
 
-    t0, run = time.time() - 60, "warmup"
-    recs: list[dict[str, Any]] = [
-        {"ts": t0, "event": "subscribed", "topic": f, "broker": "b1", "qos": 1, "durable": True}
-        for f in ("w/#", "w/+/y")
-    ]
+    from spark_analysis.synth import Fault, History, Msg, Sub
+
+    t0 = time.time() - 60
+    subs = [Sub("agent-1", f, t0) for f in ("w/#", "w/+/y")]
+    msgs = []
     for i in range(20):
-        m = {"msg_id": f"w-{i}", "topic": "w/x/y", "qos": 1}
         ts = t0 + 1 + i * 0.1
-        recs += [
-            {"ts": ts, "event": "send_attempt", **m, "broker": "b1", "attempt": 1},
-            {"ts": ts + 0.01, "event": "sent", **m, "broker": "b1", "attempts": 1},
-        ]
-        recs += [
-            {
-                "ts": ts + 0.02,
-                "event": "received",
-                "msg_id": m["msg_id"],
-                "topic": "w/x/y",
-                "broker": "b1",
-                "subscription": f,
-            }
-            for f in ("w/#", "w/+/y")
-        ]
-    log = run_dir / "agents" / "agent-1" / "messages.jsonl"
-    log.parent.mkdir(parents=True)
-    log.write_text("".join(json.dumps({"run": run, "agent": "agent-1", **r}) + "\n" for r in recs))
-    fault = {"run": run, "fault_id": "f1", "fault": "kill", "target": "pair-1", "params": {}}
-    (run_dir / "faults.jsonl").write_text(
-        json.dumps({**fault, "ts": t0 + 1.5, "event": "fault_start"})
-        + "\n"
-        + json.dumps({**fault, "ts": t0 + 2.0, "event": "fault_end"})
-        + "\n"
-    )
-    (run_dir / "run.json").write_text(json.dumps({"run": run}))
-    return run_dir
+        got = {0: [ts + 0.02], 1: [ts + 0.02]}
+        msgs.append(Msg(f"w-{i}", "agent-1", "w/x/y", 1, ts, "acknowledged", receipts=got))
+    return History("warmup", subs, msgs, faults=[Fault("f1", t0 + 1.5, t0 + 2.0)]).write(run_dir)
 
 
 @pytest.fixture

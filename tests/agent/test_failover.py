@@ -27,7 +27,9 @@ from tests.agent.support import (
 
 pytestmark = [pytest.mark.broker, pytest.mark.masterslave, pytest.mark.timeout(180)]
 
-RECOVERY_BOUND_S = 3.0  # generous: the target is <= 1 s from the slave opening its ports (benchmark)
+# generous: the target is <= 1 s from the slave opening its ports (benchmark). A loaded CI machine
+# saw 3.07 s: backoff at its 1 s cap, then the new master's first handshakes on a cold JVM.
+RECOVERY_BOUND_S = 5.0
 
 
 @pytest.mark.parametrize(
