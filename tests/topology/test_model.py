@@ -495,18 +495,28 @@ def test_free_ports_never_repeat_across_processes(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    code = "from harness.plan import free_ports; import json; print(json.dumps(free_ports(200)))"
+    # each child keeps its reservations until its stdin closes: a port of a child that has exited
+    # has lapsed and may rightly be handed out again
+    code = (
+        "from harness.plan import free_ports; import json, sys; "
+        "print(json.dumps(free_ports(200)), flush=True); sys.stdin.read()"
+    )
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", code + "; import time; time.sleep(2)"], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
         for _ in range(3)
     ]
     seen: list[int] = []
-    for p in procs:
-        out, _ = p.communicate(timeout=60)
-        seen += json.loads(out.splitlines()[0])
-    seen += free_ports(100)
+    try:
+        mine = free_ports(100)
+        for p in procs:
+            assert p.stdout is not None
+            seen += json.loads(p.stdout.readline())
+        seen += mine
+    finally:
+        for p in procs:
+            p.communicate(timeout=60)
     assert len(seen) == len(set(seen)) == 700
     for port in seen[-50:]:  # still reserved by this process: nobody else may have bound them
         with socket.socket() as s:
