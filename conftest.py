@@ -45,10 +45,33 @@ def agent_cmd(request: pytest.FixtureRequest) -> str | None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _spark_warmup(request: pytest.FixtureRequest) -> None:
-    """Start this worker's Spark session in the background while its first scenario runs: a cold
-    session costs tens of seconds that the first reconcile would otherwise wait out."""
+    """Get Spark ready in the background while the first scenario runs: a cold session costs tens
+    of seconds that the first reconcile would otherwise wait out."""
     if any(item.get_closest_marker("spark") for item in request.session.items):
-        threading.Thread(target=_warm_spark, name="spark-warmup", daemon=True).start()
+        target = _connect_spark if _share_spark() else _warm_spark
+        threading.Thread(target=target, name="spark-warmup", daemon=True).start()
+
+
+def _share_spark() -> bool:
+    """On xdist workers, use one Spark Connect server owned by the controller (spark_analysis.server)
+    instead of a JVM per worker: one cold start instead of three, and less memory beside the brokers.
+    BFH_SPARK_SHARED=0, BFH_SPARK_MASTER or BFH_SPARK_REMOTE keep the worker's own choice."""
+    import os
+
+    if not os.environ.get("PYTEST_XDIST_WORKER") or os.environ.get("BFH_SPARK_SHARED") == "0":
+        return False
+    if os.environ.get("BFH_SPARK_MASTER") or os.environ.get("BFH_SPARK_REMOTE"):
+        return False
+    os.environ["BFH_SPARK_CONNECT_OWNER"] = str(os.getppid())  # the xdist controller
+    return True
+
+
+def _connect_spark() -> None:
+    """Start (or join) the shared server; it warms itself up before it takes clients."""
+    from spark_analysis.session import get_spark
+
+    with contextlib.suppress(Exception):  # the first real reconcile reports a broken Spark
+        get_spark()
 
 
 def _warm_spark() -> None:
@@ -56,27 +79,21 @@ def _warm_spark() -> None:
     import tempfile
 
     from spark_analysis.reconcile import reconcile
+    from spark_analysis.synth import tiny_history
 
     with tempfile.TemporaryDirectory(prefix="bfh-warmup-") as tmp:
-        run_dir = _tiny_run(Path(tmp) / "warmup")
+        run_dir = tiny_history(Path(tmp) / "warmup")
         with contextlib.suppress(Exception):  # the first real reconcile reports a broken Spark
             reconcile([run_dir])
 
 
-def _tiny_run(run_dir: Path) -> Path:
-    """A run folder in the message-log contract: 20 messages, two subscriptions, one fault."""
-    import time
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import os
 
-    from spark_analysis.synth import Fault, History, Msg, Sub
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller owns the shared server
+        from spark_analysis.server import stop
 
-    t0 = time.time() - 60
-    subs = [Sub("agent-1", f, t0) for f in ("w/#", "w/+/y")]
-    msgs = []
-    for i in range(20):
-        ts = t0 + 1 + i * 0.1
-        got = {0: [ts + 0.02], 1: [ts + 0.02]}
-        msgs.append(Msg(f"w-{i}", "agent-1", "w/x/y", 1, ts, "acknowledged", receipts=got))
-    return History("warmup", subs, msgs, faults=[Fault("f1", t0 + 1.5, t0 + 2.0)]).write(run_dir)
+        stop(os.getpid())
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@ proxy's listen port of each link before any broker starts (bridge URIs name the 
 Ports: `free_ports` hands out loopback ports below the kernel's ephemeral range (so no outgoing
 connection of any process can be sitting on them) and reserves each in a machine-wide folder
 (`$TMPDIR/bfh-ports/<port>`, holding the reserving process's pid and start time), so harnesses
-running side by side never get the same port. A reservation lapses when its process is gone.
+running side by side never get the same port. A reservation lapses when its process is gone;
+reservations are taken under an flock of that folder's `.lock`, so a lapsed one is taken over once.
 
 Multicast bridges cannot go through a TCP proxy themselves; instead each target broker's
 openwire connector advertises the proxy's address (publishedAddressPolicy portMapping), so the
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -211,21 +213,39 @@ def _bindable(port: int) -> bool:
         return s.connect_ex((HOST, port)) != 0
 
 
+@contextlib.contextmanager
+def _machine_lock() -> Iterator[None]:
+    """Serialises reservations across processes: checking a lapsed reservation and taking it over
+    must be one step, or two processes both take it over (and one reads another's file half-written)."""
+    path = RESERVATIONS / ".lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o666)  # shared by every user of the machine, whatever the umask
+    except PermissionError:
+        fd = os.open(path, os.O_RDONLY)  # another user's lock file: flock needs no write access
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _reserve(port: int, me: str) -> bool:
+    """Take `port`'s reservation file (the caller holds the machine lock)."""
     path = RESERVATIONS / str(port)
-    for _ in range(2):
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            if _holder_alive(path):
-                return False
-            with contextlib.suppress(FileNotFoundError):  # lapsed: take it over
-                path.unlink()
-            continue
-        with os.fdopen(fd, "w") as f:
-            f.write(me)
-        return True
-    return False
+    if path.exists():
+        if _holder_alive(path):
+            return False
+        with contextlib.suppress(FileNotFoundError):  # lapsed: take it over
+            path.unlink()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as f:
+        f.write(me)
+    return True
 
 
 def release_ports(ports: list[int]) -> None:
@@ -253,7 +273,7 @@ def free_ports(n: int) -> list[int]:
     me = json.dumps(_me())
     lo, hi = PORT_RANGE
     out: list[int] = []
-    with _reserve_lock:
+    with _reserve_lock, _machine_lock():
         start = random.randrange(lo, hi)
         for k in range(hi - lo):
             port = lo + (start - lo + k) % (hi - lo)

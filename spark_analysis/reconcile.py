@@ -33,6 +33,7 @@ if __package__ in (None, ""):  # run as a script (spark-submit spark_analysis/re
 from spark_analysis.guarantees import describe, downgrades  # noqa: E402
 from spark_analysis.ingest import PUBLISHER_EVENTS  # noqa: E402
 from spark_analysis.policy import Policy, PolicyError, load_policy  # noqa: E402
+from spark_analysis.session import master_of  # noqa: E402
 
 STATUSES = ("ok", "duplicated", "lost", "missed", "dropped_expected", "ghost", "in_doubt_missing")
 EXTRA_STATUSES = ("extra", "misrouted")
@@ -952,7 +953,7 @@ class _Job:
             summary["run_dir"] = str(inp.run_dir)
             summary["engine"] = {
                 "spark": self.spark.version,
-                "master": self.spark.sparkContext.master,
+                "master": master_of(self.spark),
                 "shuffle_partitions": self.np,
                 "runs_in_job": self.n,
                 "timings_s": dict(self.timings),

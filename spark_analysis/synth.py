@@ -229,6 +229,19 @@ class History:
         }
 
 
+def tiny_history(run_dir: Path) -> Path:
+    """A small run folder (20 messages, two subscriptions, one fault) whose reconcile loads the
+    classes and compiles the plans every real reconcile uses: a Spark warm-up."""
+    t0 = time.time() - 60
+    subs = [Sub("agent-1", f, t0) for f in ("w/#", "w/+/y")]
+    msgs = []
+    for i in range(20):
+        ts = t0 + 1 + i * 0.1
+        got = {0: [ts + 0.02], 1: [ts + 0.02]}
+        msgs.append(Msg(f"w-{i}", "agent-1", "w/x/y", 1, ts, "acknowledged", receipts=got))
+    return History("warmup", subs, msgs, faults=[Fault("f1", t0 + 1.5, t0 + 2.0)]).write(run_dir)
+
+
 def mqtt_match(topic_filter: str, topic: str) -> bool:
     """MQTT filter matching via a regular expression (independent of spark_analysis.mqtt)."""
     if topic.startswith("$") and topic_filter[:1] in ("+", "#"):

@@ -40,7 +40,9 @@ def _env() -> dict[str, str]:
         SPARK_LOCAL_IP="127.0.0.1",
         SPARK_NO_DAEMONIZE="1",
     )
-    for key in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET"):
+    # the job must run on the cluster started here, not on the test session's shared server
+    drop = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "BFH_SPARK_REMOTE", "BFH_SPARK_CONNECT_OWNER")
+    for key in drop:
         env.pop(key, None)
     return env
 

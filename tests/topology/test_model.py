@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import socket
 import textwrap
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -522,6 +523,41 @@ def test_free_ports_never_repeat_across_processes(tmp_path: Path) -> None:
         with socket.socket() as s:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("127.0.0.1", port))
+
+
+def test_lapsed_reservations_are_taken_over_by_one_process_each(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    lo, hi = 21000, 21200
+    for port in range(lo, hi):  # every port's reservation has lapsed (pid 1 was not started at 0)
+        (tmp_path / str(port)).write_text(json.dumps({"pid": 1, "created": 0}))
+    code = (
+        f"import harness.plan as hp, json, sys; hp.PORT_RANGE = ({lo}, {hi}); sys.stdin.readline(); "
+        "print(json.dumps(hp.free_ports(30)), flush=True); sys.stdin.read()"
+    )
+    env = dict(os.environ, BFH_PORT_DIR=str(tmp_path))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(6)
+    ]
+    seen: list[int] = []
+    try:
+        time.sleep(2)  # all children imported and waiting: release them together to race
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        for p in procs:
+            assert p.stdout is not None
+            seen += json.loads(p.stdout.readline())
+    finally:
+        for p in procs:
+            p.communicate(timeout=60)
+    assert len(seen) == len(set(seen)) == 180
 
 
 def test_users_redacted_and_bridge_credentials(tmp_path: Path) -> None:

@@ -1,0 +1,171 @@
+"""One Spark Connect server shared by several processes (the pytest-xdist workers of one session).
+
+Each worker holding its own local Spark JVM pays a cold start of tens of seconds and competes for
+the two cores with the brokers under test; one shared server pays it once. The server belongs to
+an *owner* process (the pytest controller): it is started by the first process that asks for it,
+and it stops when the owner calls `stop(owner)` or dies.
+
+    python -m spark_analysis.server --port PORT --owner PID    # what `shared_url` starts
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+
+START_TIMEOUT_S = 180.0
+PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
+
+
+def _state_path(owner: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"bfh-spark-connect-{os.getuid()}-{owner}.json"
+
+
+@contextlib.contextmanager
+def _locked(owner: int) -> Iterator[Path]:
+    state = _state_path(owner)
+    with open(state.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield state
+
+
+def _alive(pid: int) -> bool:
+    try:  # a zombie is dead: its parent just has not reaped it yet
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1.0)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def shared_url(owner: int) -> str:
+    """The `sc://` URL of `owner`'s server, starting the server if no live one is recorded."""
+    with _locked(owner) as state:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            rec = json.loads(state.read_text())
+            if _alive(int(rec["pid"])) and _listening(int(rec["port"])):
+                return f"sc://127.0.0.1:{rec['port']}"
+        port = _free_port()
+        log, ready = state.with_suffix(".log"), state.with_suffix(".ready")
+        ready.unlink(missing_ok=True)
+        cmd = [sys.executable, "-m", "spark_analysis.server", "--port", str(port), "--owner", str(owner)]
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                [*cmd, "--ready", str(ready)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # outlives the worker that started it; the owner ends it
+            )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        # the port opens while the server's session is still being built: wait for the server's word
+        while not ready.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                tail = log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"Spark Connect server did not start on port {port} (log {log}):\n{tail}")
+            time.sleep(0.25)
+        state.write_text(json.dumps({"pid": proc.pid, "port": port}))
+        return f"sc://127.0.0.1:{port}"
+
+
+def stop(owner: int, timeout: float = 20.0) -> None:
+    """Stop `owner`'s server, if one was started, and forget it."""
+    with _locked(owner) as state:
+        try:
+            pid = int(json.loads(state.read_text())["pid"])
+        except (OSError, ValueError, KeyError):
+            pid = 0
+        if pid and _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGTERM)  # the server and its JVM lead one process group
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).wait(timeout)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        for p in (state, state.with_suffix(".log"), state.with_suffix(".ready")):
+            p.unlink(missing_ok=True)
+    _state_path(owner).with_suffix(".lock").unlink(missing_ok=True)
+
+
+def serve(port: int, owner: int, ready: Path | None = None) -> None:
+    """Run a local Spark session with the Connect plugin on `port` until `owner` dies or SIGTERM."""
+    from spark_analysis.session import get_spark
+
+    stopping = False
+
+    def _term(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, _term)
+    for key in ("BFH_SPARK_REMOTE", "BFH_SPARK_CONNECT_OWNER"):  # the server, not a client
+        os.environ.pop(key, None)
+    spark = get_spark(
+        app="bfh-connect",
+        extra_conf={
+            "spark.plugins": PLUGIN,
+            "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(port),
+            "spark.connect.grpc.port.maxRetries": "0",
+        },
+    )
+    _warm_up(spark)
+    if ready is not None:
+        ready.touch()
+    try:
+        while not stopping and _alive(owner):
+            time.sleep(1.0)
+    finally:
+        spark.stop()
+
+
+def _warm_up(spark: object) -> None:
+    """Reconcile a tiny run once, so the first client's reconcile finds the classes loaded and the
+    plans' code compiled (the JVM caches both for every session)."""
+    from spark_analysis.reconcile import reconcile
+    from spark_analysis.synth import tiny_history
+
+    with tempfile.TemporaryDirectory(prefix="bfh-warmup-") as tmp:
+        try:
+            reconcile([tiny_history(Path(tmp) / "warmup")], spark=spark)
+        except Exception as exc:  # noqa: BLE001 - a client's own reconcile will report it properly
+            print(f"spark_analysis.server: warm-up failed: {exc}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="spark_analysis.server", description=__doc__)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--owner", type=int, required=True, help="pid whose death stops the server")
+    p.add_argument("--ready", type=Path, default=None, help="file to create once clients can connect")
+    args = p.parse_args(argv)
+    serve(args.port, args.owner, args.ready)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
