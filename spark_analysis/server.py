@@ -28,6 +28,7 @@ import psutil
 
 START_TIMEOUT_S = 180.0
 PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
+_CLIENT_ENV = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_API_MODE")
 
 
 def _state_path(owner: int) -> Path:
@@ -72,9 +73,13 @@ def shared_url(owner: int) -> str:
         log, ready = state.with_suffix(".log"), state.with_suffix(".ready")
         ready.unlink(missing_ok=True)
         cmd = [sys.executable, "-m", "spark_analysis.server", "--port", str(port), "--owner", str(owner)]
+        # a Connect client in this process marks the environment as Connect mode (pyspark sets
+        # SPARK_CONNECT_MODE_ENABLED): the server must build a classic session
+        env = {k: v for k, v in os.environ.items() if k not in _CLIENT_ENV}
         with open(log, "wb") as out:
             proc = subprocess.Popen(
                 [*cmd, "--ready", str(ready)],
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,

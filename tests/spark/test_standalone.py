@@ -42,6 +42,7 @@ def _env() -> dict[str, str]:
     )
     # the job must run on the cluster started here, not on the test session's shared server
     drop = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "BFH_SPARK_REMOTE", "BFH_SPARK_CONNECT_OWNER")
+    drop += ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")
     for key in drop:
         env.pop(key, None)
     return env
