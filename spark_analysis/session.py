@@ -55,6 +55,8 @@ def get_spark(
     """Return a SparkSession (reusing an active one, e.g. under spark-submit)."""
     from pyspark.sql import SparkSession
 
+    if shuffle_partitions is None:
+        shuffle_partitions = int(os.environ.get("BFH_SPARK_SHUFFLE_PARTITIONS") or DEFAULT_SHUFFLE_PARTITIONS)
     # under spark-submit the job runs where it was submitted, never on a shared server
     if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ and (url := _remote_url()):
         return _remote(url, shuffle_partitions)
@@ -66,8 +68,6 @@ def get_spark(
     if master is None and not under_submit:
         master = os.environ.get("BFH_SPARK_MASTER") or DEFAULT_MASTER
     driver_memory = driver_memory or os.environ.get("BFH_SPARK_DRIVER_MEMORY") or DEFAULT_DRIVER_MEMORY
-    if shuffle_partitions is None:
-        shuffle_partitions = int(os.environ.get("BFH_SPARK_SHUFFLE_PARTITIONS") or DEFAULT_SHUFFLE_PARTITIONS)
     # Executors (standalone cluster) run the same interpreter as the driver.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -117,14 +117,12 @@ def _remote_url() -> str | None:
     return url or None
 
 
-def _remote(url: str, shuffle_partitions: int | None) -> Any:
+def _remote(url: str, shuffle_partitions: int) -> Any:
     # gRPC's fork handlers restart its poller in every forked child, which can abort a child forked
     # to exec a broker (grpc/grpc#43055); this process forks often and never uses gRPC in a child.
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     from pyspark.sql import SparkSession
 
-    if shuffle_partitions is None:
-        shuffle_partitions = int(os.environ.get("BFH_SPARK_SHUFFLE_PARTITIONS") or DEFAULT_SHUFFLE_PARTITIONS)
     return (
         SparkSession.builder.remote(url)
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
