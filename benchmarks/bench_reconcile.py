@@ -4,12 +4,12 @@
     BFH_BENCH_SIZES=1000000,10000000 pytest benchmarks/bench_reconcile.py -m benchmark -s
     BFH_BENCH_SIZES=100000000 BFH_BENCH_PANDAS=0 ...   # 100M: Spark only
 
-Each size is a synthetic run (``spark_analysis.synth.write_bench_run``: N published messages, two
-subscriptions each, ~0.5 % anomalies of every kind, 3 faults) written straight to the staged
-Parquet layout, then reconciled ``BFH_BENCH_REPEAT`` times (default 3) by each engine in a fresh
-process: ``python -m spark_analysis.reconcile RUN`` and the pandas reference
-(tests/spark/pandas_reference.py). Reported: median wall time and peak RSS of the process tree
-(psutil, sampled every 0.1 s). The pandas process runs under an address-space limit
+Each size is a synthetic run (``python -m spark_analysis.synth``: N published messages, two
+subscriptions each, ~0.5 % anomalies of every kind, 3 faults) staged as Parquet bucketed by msg_id
+(the layout a real run's logs are staged to once), then reconciled ``BFH_BENCH_REPEAT`` times
+(default 3) by each engine in a fresh process: ``python -m spark_analysis.reconcile RUN`` and the
+pandas reference (tests/spark/pandas_reference.py). Reported: median wall time and peak RSS of the process
+tree (psutil, sampled every 0.1 s). The pandas process runs under an address-space limit
 (``BFH_BENCH_PANDAS_MEM_GB``, default 12) so it fails cleanly instead of exhausting the shared
 machine. Every Spark result is checked against the generator's ground truth.
 
@@ -122,6 +122,21 @@ def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _generate(run_dir: Path, messages: int) -> dict[str, Any]:
+    """Generate and stage a synthetic run in a process of its own (its JVM is gone before the
+    measured runs start); returns the ground truth."""
+    env = dict(os.environ, BFH_SPARK_DRIVER_MEMORY=DRIVER_MEMORY)
+    out = subprocess.run(
+        [sys.executable, "-m", "spark_analysis.synth", str(run_dir), str(messages)],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def _check_truth(run_dir: Path, truth: dict[str, Any]) -> None:
     s = json.loads((run_dir / "analysis" / "summary.json").read_text())
     for key in ("totals", "deliveries", "ghosts"):
@@ -143,8 +158,6 @@ RESULTS: dict[int, dict[str, Any]] = {}
 
 @pytest.mark.parametrize("messages", SIZES)
 def test_reconcile_benchmark(bench_dir: Path, messages: int) -> None:
-    from spark_analysis.synth import BenchSpec, write_bench_run
-
     free = shutil.disk_usage(bench_dir).free
     need = DISK_PER_MILLION * messages // 1_000_000
     if free < need * 1.5:
@@ -154,7 +167,7 @@ def test_reconcile_benchmark(bench_dir: Path, messages: int) -> None:
     run_dir = bench_dir / f"bench-{messages}"
     shutil.rmtree(run_dir, ignore_errors=True)
     t0 = time.monotonic()
-    truth = write_bench_run(run_dir, BenchSpec(messages=messages))
+    truth = _generate(run_dir, messages)
     generated_s = round(time.monotonic() - t0, 1)
     staged_mb = (
         sum(p.stat().st_size for p in (run_dir / "analysis" / "events.parquet").rglob("*.parquet")) >> 20
@@ -220,12 +233,8 @@ def _to_jsonl(run_dir: Path) -> int:
     import pandas as pd
 
     events = run_dir / "analysis" / "events.parquet"
-    frames = []
-    for part in sorted(events.glob("event=*")):
-        # nullable dtypes: an int column with nulls must stay int in JSON (1, not 1.0)
-        df = pd.read_parquet(part, dtype_backend="numpy_nullable")
-        df["event"] = part.name.split("=", 1)[1]
-        frames.append(df)
+    # nullable dtypes: an int column with nulls must stay int in JSON (1, not 1.0)
+    frames = [pd.read_parquet(p, dtype_backend="numpy_nullable") for p in sorted(events.glob("*.parquet"))]
     ev = pd.concat(frames, ignore_index=True).sort_values("seq", kind="stable")
     ev = ev.drop(columns=[c for c in ("seq", "bad_reason", "raw", "file") if c in ev])
     size = 0
@@ -242,11 +251,9 @@ def _to_jsonl(run_dir: Path) -> int:
 def test_jsonl_conversion_vs_job(bench_dir: Path) -> None:
     """How much of a cold run is the JSONL->Parquet conversion (stage), and what reusing the
     staged Parquet saves: one cold run (stage + job) then REPEAT warm runs (job only)."""
-    from spark_analysis.synth import BenchSpec, write_bench_run
-
     run_dir = bench_dir / f"jsonl-{JSONL_SIZE}"
     shutil.rmtree(run_dir, ignore_errors=True)
-    truth = write_bench_run(run_dir, BenchSpec(messages=JSONL_SIZE))
+    truth = _generate(run_dir, JSONL_SIZE)
     jsonl_mb = _to_jsonl(run_dir) >> 20
     cold = _spark(run_dir)
     assert cold["rc"] == 0, cold["stderr"]

@@ -1,8 +1,13 @@
 """Stage message logs as Parquet once, then reuse them.
 
-``RUN_DIR/agents/*/messages.jsonl`` -> ``RUN_DIR/analysis/events.parquet/event=<event>/``
-plus ``RUN_DIR/analysis/events.manifest.json`` (the source files' sizes and mtimes). A later job
-reuses the Parquet while the manifest matches the sources, so a nightly history is parsed once.
+``RUN_DIR/agents/*/messages.jsonl`` -> ``RUN_DIR/analysis/events.parquet/`` plus
+``RUN_DIR/analysis/events.manifest.json`` (the source files' sizes and mtimes, the bucket count).
+A later job reuses the Parquet while the manifest matches the sources, so a nightly history is
+parsed once.
+
+The staged Parquet is bucketed by ``msg_id`` (Spark's own bucket layout: one file per bucket,
+sorted by ``msg_id``), so the job's per-message aggregation reads each bucket in one task with no
+shuffle and, the files being sorted, no hash map either.
 
 Every line is kept: records that cannot be used land in ``event=_malformed`` with the reason,
 the file and the raw text, so the reconciliation can count and show them instead of crashing.
@@ -10,11 +15,15 @@ the file and the raw text, so the reconciliation can count and show them instead
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import shutil
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-STAGE_VERSION = 2
+STAGE_VERSION = 3
 EVENTS_DIR = "events.parquet"
 MANIFEST = "events.manifest.json"
 MALFORMED = "_malformed"
@@ -51,7 +60,7 @@ RECORD_FIELDS: list[tuple[str, T.DataType]] = [
     ("handed_to_broker", T.BooleanType()),
 ]
 
-#: schema of the staged Parquet (``event`` is the partition column)
+#: schema of the staged Parquet
 STAGED_SCHEMA = T.StructType(
     [T.StructField(n, t) for n, t in RECORD_FIELDS if n != "event"]
     + [
@@ -115,6 +124,49 @@ def is_fresh(src: RunSources) -> bool:
     if manifest.get("synthetic"):
         return True
     return manifest.get("sources") == fingerprint(src.run_dir, src.files)
+
+
+#: bytes of input per bucket of staged Parquet (~16 MB of Parquet each)
+JSONL_BYTES_PER_BUCKET = 96 << 20
+PARQUET_BYTES_PER_BUCKET = 16 << 20
+MAX_BUCKETS = 1024
+
+
+def bucket_count(nbytes: int, per_bucket: int = JSONL_BYTES_PER_BUCKET) -> int:
+    """Buckets for a staged run made of ``nbytes`` of input (``BFH_STAGE_BUCKETS`` overrides)."""
+    fixed = os.environ.get("BFH_STAGE_BUCKETS")
+    if fixed:
+        return max(1, min(MAX_BUCKETS, int(fixed)))
+    return max(1, min(MAX_BUCKETS, math.ceil(nbytes / per_bucket)))
+
+
+def buckets_of(src: RunSources) -> int:
+    manifest = read_manifest(src) or {}
+    n = manifest.get("buckets")
+    return n if isinstance(n, int) and n > 0 else 1
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _location(path: Path) -> str:
+    return "'" + str(path).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def write_bucketed(df: DataFrame, out: Path, buckets: int, partition_by: tuple[str, ...] = ()) -> None:
+    """Write staged rows (STAGED_SCHEMA columns, plus ``partition_by``) to ``out`` bucketed and
+    sorted by ``msg_id``: one file per bucket (and partition), the layout ``read_staged`` opens."""
+    spark = df.sparkSession
+    name = f"bfh_stage_{uuid.uuid4().hex}"
+    cols = [*partition_by, *(f.name for f in STAGED_SCHEMA.fields)]
+    w = df.select(*cols).repartition(buckets, "msg_id").write.mode("overwrite")
+    if partition_by:
+        w = w.partitionBy(*partition_by)
+    try:
+        w.bucketBy(buckets, "msg_id").sortBy("msg_id").option("path", str(out)).saveAsTable(name)
+    finally:  # an external table: dropping it keeps the files
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
 
 
 def write_manifest(src: RunSources, **extra: Any) -> None:
@@ -181,13 +233,14 @@ def stage(spark: SparkSession, run_dirs: list[Path], *, force: bool = False) -> 
                 )
                 text = part if text is None else text.unionByName(part)
             assert text is not None
-            _parse(text).write.partitionBy("rk", "event").mode("overwrite").parquet(str(scratch / "out"))
+            buckets = bucket_count(sum(p.stat().st_size for _, s in with_files for p in s.files))
+            write_bucketed(_parse(text), scratch / "out", buckets, ("rk",))
             for i, s in with_files:
                 produced = scratch / "out" / f"rk={i}"
                 if not produced.is_dir():  # only blank lines
                     produced.mkdir(parents=True)
                 _replace_dir(produced, s.events_dir)
-                write_manifest(s)
+                write_manifest(s, buckets=buckets)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     for _, s in todo:
@@ -196,7 +249,7 @@ def stage(spark: SparkSession, run_dirs: list[Path], *, force: bool = False) -> 
             if s.events_dir.exists():
                 shutil.rmtree(s.events_dir)
             s.events_dir.mkdir()
-            write_manifest(s)
+            write_manifest(s, buckets=1)
     return sources
 
 
@@ -209,16 +262,29 @@ def _replace_dir(new: Path, target: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def read_staged(spark: SparkSession, sources: list[RunSources]) -> DataFrame:
+@contextlib.contextmanager
+def read_staged(spark: SparkSession, sources: list[RunSources]) -> Iterator[DataFrame]:
     """All runs' staged events as one DataFrame with the run key ``rk`` (index in ``sources``).
 
-    One scan per run, unioned (Spark's partition discovery wants one root per relation).
+    Each run is opened as a bucketed table (a temporary catalog entry over its folder: Spark knows
+    a bucket layout only from the catalog), so one run's events come partitioned by ``msg_id``.
+    Several runs are unioned, and Spark shuffles them by (run, msg_id) as it must.
     """
-    frames = [
-        spark.read.schema(STAGED_SCHEMA).parquet(str(s.events_dir)).withColumn("rk", F.lit(i))
-        for i, s in enumerate(sources)
-    ]
-    out = frames[0]
-    for f in frames[1:]:
-        out = out.unionByName(f)
-    return out
+    cols = ", ".join(f"{_quote(f.name)} {f.dataType.simpleString()}" for f in STAGED_SCHEMA.fields)
+    names: list[str] = []
+    try:
+        out: DataFrame | None = None
+        for i, s in enumerate(sources):
+            name = f"bfh_events_{uuid.uuid4().hex}"
+            spark.sql(
+                f"CREATE TABLE {name} ({cols}) USING parquet CLUSTERED BY (msg_id) SORTED BY (msg_id) "
+                f"INTO {buckets_of(s)} BUCKETS LOCATION {_location(s.events_dir)}"
+            )
+            names.append(name)
+            frame = spark.table(name).withColumn("rk", F.lit(i))
+            out = frame if out is None else out.unionByName(frame)
+        assert out is not None
+        yield out
+    finally:
+        for name in names:
+            spark.sql(f"DROP TABLE IF EXISTS {name}")

@@ -31,7 +31,7 @@ if __package__ in (None, ""):  # run as a script (spark-submit spark_analysis/re
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spark_analysis.guarantees import describe, downgrades  # noqa: E402
-from spark_analysis.ingest import PUBLISHER_EVENTS  # noqa: E402
+from spark_analysis.ingest import MESSAGE_EVENTS, PUBLISHER_EVENTS  # noqa: E402
 from spark_analysis.policy import Policy, PolicyError, load_policy  # noqa: E402
 from spark_analysis.session import master_of  # noqa: E402
 
@@ -259,22 +259,33 @@ class _Job:
         self.sources = stage(self.spark, [i.run_dir for i in self.inputs])
         t = self._tick("stage", t)
         self.np = _shuffle_partitions(self.sources)
-        previous = self.spark.conf.get("spark.sql.shuffle.partitions")
-        self.spark.conf.set("spark.sql.shuffle.partitions", str(self.np))
+        conf = {
+            "spark.sql.shuffle.partitions": str(self.np),
+            # the staged buckets are sorted by msg_id: aggregate them as a stream, no hash map
+            "spark.sql.execution.replaceHashWithSortAgg": "true",
+            "spark.sql.legacy.bucketedTableScan.outputOrdering": "true",
+        }
+        previous = {k: self.spark.conf.get(k, None) for k in conf}
+        for k, v in conf.items():
+            self.spark.conf.set(k, v)
         self.scratch: Path | None = None
         try:
-            self.ev = read_staged(self.spark, self.sources)
-            self._facts()
-            t = self._tick("facts", t)
-            self._pairs()
-            t = self._tick("messages", t)
-            aggregates = self._aggregates()
-            t = self._tick("aggregates", t)
+            with read_staged(self.spark, self.sources) as self.ev:
+                self._facts()
+                t = self._tick("facts", t)
+                self._pairs()
+                t = self._tick("messages", t)
+                aggregates = self._aggregates()
+                t = self._tick("aggregates", t)
             summaries = self._assemble(aggregates)
             self._write_outputs(summaries)
             self._tick("write", t)
         finally:
-            self.spark.conf.set("spark.sql.shuffle.partitions", previous)
+            for k, v in previous.items():
+                if v is None:
+                    self.spark.conf.unset(k)
+                else:
+                    self.spark.conf.set(k, v)
             if self.scratch is not None:
                 shutil.rmtree(self.scratch, ignore_errors=True)
         return summaries
@@ -411,57 +422,44 @@ class _Job:
 
         from spark_analysis.mqtt import match_expr
 
-        spark, ev, col, np_, S = self.spark, self.ev, F.col, self.np, self.smax
+        spark, ev, col, S = self.spark, self.ev, F.col, self.smax
         pol = self.policy
 
         def h(name: str) -> Any:
             return F.when(col(name).isNotNull(), F.xxhash64(name))
 
-        null_long = F.lit(None).cast("long")
-        null_int = F.lit(None).cast("int")
         # publisher records (kind 0 attempt, 1 sent, 2 dropped) and receipts (kind 3, with the
-        # run-local subscription index j) in one stream, shuffled once by msg_id
+        # run-local subscription index j) in one stream; the staged events come bucketed by msg_id,
+        # so a single run aggregates per message without a shuffle (several runs: Spark shuffles)
         kind = (
             F.when(col("event") == "send_attempt", 0)
             .when(col("event") == "sent", 1)
             .when(col("event") == "dropped", 2)
+            .when(col("event") == "received", 3)
             .cast("byte")
-        )
-        pub_rows = ev.where(col("event").isin(*PUBLISHER_EVENTS)).select(
-            "rk",
-            "msg_id",
-            kind.alias("kind"),
-            "ts",
-            "seq",
-            h("agent").alias("agent_h"),
-            h("topic").alias("topic_h"),
-            "qos",
-            F.greatest("attempt", "attempts").alias("att"),
-            h("reason").alias("reason_h"),
-            F.when(kind == 2, col("handed_to_broker")).alias("handed"),
-            null_int.alias("j"),
         )
         subs_df = _values(
             spark,
             [(s["rk"], s["agent"], s["filter"], s["j"]) for s in self.subs],
             "rk int, agent string, subscription string, j int",
         )
-        rcv_rows = (
-            ev.where(col("event") == "received")
-            .join(F.broadcast(subs_df), ["rk", "agent", "subscription"])
+        pub = kind < 3
+        rows = (
+            ev.where(col("event").isin(*MESSAGE_EVENTS))
+            .join(F.broadcast(subs_df), ["rk", "agent", "subscription"], "left")
             .select(
                 "rk",
                 "msg_id",
-                F.lit(3).cast("byte").alias("kind"),
+                kind.alias("kind"),
                 "ts",
                 "seq",
-                null_long.alias("agent_h"),
-                null_long.alias("topic_h"),
-                null_int.alias("qos"),
-                null_int.alias("att"),
-                null_long.alias("reason_h"),
-                F.lit(None).cast("boolean").alias("handed"),
-                "j",
+                F.when(pub, h("agent")).alias("agent_h"),
+                F.when(pub, h("topic")).alias("topic_h"),
+                F.when(pub, col("qos")).alias("qos"),
+                F.when(pub, F.greatest("attempt", "attempts")).alias("att"),
+                F.when(pub, h("reason")).alias("reason_h"),
+                F.when(kind == 2, col("handed_to_broker")).alias("handed"),
+                F.when(kind == 3, col("j")).alias("j"),
             )
         )
         k = col("kind")
@@ -489,7 +487,7 @@ class _Job:
                 F.min(F.when(hit, col("ts"))).alias(f"f{J}"),
                 F.min(F.when(hit, col("seq"))).alias(f"s{J}"),
             ]
-        msg = pub_rows.unionByName(rcv_rows).repartition(np_, "msg_id").groupBy("rk", "msg_id").agg(*aggs)
+        msg = rows.groupBy("rk", "msg_id").agg(*aggs)
         dim = _values(spark, self.dims, "rk int, kind string, value string").withColumn(
             "h", F.xxhash64("value")
         )
@@ -685,13 +683,12 @@ class _Job:
         )
         # out of order: per (subscription, publisher) stream, a first receipt of a message sent
         # before another message of that publisher that was already received on the stream.
-        # One window pass: the running max of send order, and the rank of each out-of-order
-        # receipt (the first few become the examples).
+        # One window pass over narrow rows (no msg_id: the sort moves less): the running max of
+        # send order, and the rank of each out-of-order receipt (the first few become examples).
         stream = ["rk", "sub_index", "publisher"]
         order = Window.partitionBy(*stream).orderBy("first_receipt_seq")
         ooo = received.select(
             *stream,
-            "msg_id",
             "first_receipt_seq",
             F.coalesce(
                 col("first_attempt_seq")
@@ -709,10 +706,31 @@ class _Job:
         # row): numeric buffers only, so a code-generated hash aggregation instead of collect_list
         pick = col("ooo") & (col("ooo_rank") <= pol.examples)
         frames["ooo"] = ooo.groupBy(
-            *stream, F.when(pick, col("ooo_rank")).alias("slot"), F.when(pick, col("msg_id")).alias("example")
+            *stream,
+            F.when(pick, col("ooo_rank")).alias("slot"),
+            F.when(pick, col("first_receipt_seq")).alias("example_seq"),
         ).agg(F.count(F.lit(1)).alias("receipts"), F.count(F.when(col("ooo"), 1)).alias("n"))
         frames.update(self._fault_frames())
-        return _collect_many(frames)
+        got = _collect_many(frames)
+        self._ooo_example_ids(got["ooo"])
+        return got
+
+    def _ooo_example_ids(self, rows: list[dict[str, Any]]) -> None:
+        """Fill in the msg_id of each out-of-order example (a receipt's seq is unique in its run)."""
+        from pyspark.sql import functions as F
+
+        picked = {(r["rk"], r["sub_index"], r["example_seq"]): r for r in rows if r["slot"] is not None}
+        if not picked:
+            return
+        found = (
+            self.msgs.where(F.col("first_receipt_seq").isin(*sorted({k[2] for k in picked})))
+            .select("rk", "sub_index", "first_receipt_seq", "msg_id")
+            .collect()
+        )
+        for f in found:
+            r = picked.get((f["rk"], f["sub_index"], f["first_receipt_seq"]))
+            if r is not None:
+                r["example"] = f["msg_id"]
 
     def _fault_windows(self) -> list[tuple[int, int, float, float]]:
         windows = []  # (rk, fault_idx, start, end of window incl. settle margin)

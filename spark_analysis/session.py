@@ -90,6 +90,9 @@ def get_spark(
         "spark.sql.requireAllClusterKeysForCoPartition": "false",
         "spark.sql.sources.partitionOverwriteMode": "static",
         "spark.sql.parquet.compression.codec": "snappy",
+        # the staged runs are opened as (external, temporary) catalog tables: keep Spark's default
+        # database folder out of the working directory
+        "spark.sql.warehouse.dir": str(Path(tempfile.gettempdir()) / f"bfh-spark-warehouse-{os.getuid()}"),
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",

@@ -5,9 +5,11 @@ Two generators:
 - :class:`History` — a small, explicit history (subscriptions, messages, receipts, faults, junk
   lines) written as real ``agents/*/messages.jsonl`` logs; :meth:`History.truth` is the expected
   classification, derived from the generator's own choices. Used by the property tests.
-- :func:`write_bench_run` — millions of messages written straight to the staged Parquet layout
-  (``analysis/events.parquet`` + a ``synthetic`` manifest) with vectorised numpy/pyarrow, so the
+- :func:`write_bench_run` — millions of messages generated with vectorised numpy/pyarrow and
+  staged (``analysis/events.parquet`` bucketed by Spark, + a ``synthetic`` manifest), so the
   benchmark measures the reconciliation rather than the generator. Its ground truth is returned.
+  ``python -m spark_analysis.synth RUN_DIR MESSAGES`` does it in a process of its own and prints
+  the ground truth as JSON.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -300,17 +304,27 @@ def _ids(prefix: str, idx: Any) -> Any:
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(buf.tobytes()))
 
 
-def write_bench_run(run_dir: Path, spec: BenchSpec) -> dict[str, Any]:
-    """Write a synthetic run (staged Parquet) and return its ground truth."""
+def write_bench_run(run_dir: Path, spec: BenchSpec, spark: Any = None) -> dict[str, Any]:
+    """Write a synthetic run (staged Parquet) and return its ground truth. The records are written
+    per event type with pyarrow, then staged in Spark's bucket layout as a real run's logs are."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from spark_analysis.ingest import STAGE_VERSION, STAGED_SCHEMA
+    from spark_analysis.ingest import (
+        PARQUET_BYTES_PER_BUCKET,
+        STAGE_VERSION,
+        STAGED_SCHEMA,
+        bucket_count,
+        write_bucketed,
+    )
 
     run = run_dir.name
     events_dir = run_dir / "analysis" / "events.parquet"
-    events_dir.mkdir(parents=True, exist_ok=True)
+    flat_dir = run_dir / "analysis" / ".synthetic-events"
+    shutil.rmtree(events_dir, ignore_errors=True)
+    shutil.rmtree(flat_dir, ignore_errors=True)
+    flat_dir.mkdir(parents=True)
     fields = [f for f in STAGED_SCHEMA.fields if f.name != "event"]
     pa_types = {
         "DoubleType()": pa.float64(),
@@ -336,7 +350,7 @@ def write_bench_run(run_dir: Path, spec: BenchSpec) -> dict[str, Any]:
             else:
                 arrays.append(pa.array(v, type=f.type) if not isinstance(v, pa.Array) else v)
         if event not in writers:
-            d = events_dir / f"event={event}"
+            d = flat_dir / f"event={event}"
             d.mkdir(parents=True, exist_ok=True)
             writers[event] = pq.ParquetWriter(str(d / "part-00000.parquet"), schema, compression="snappy")
         writers[event].write_table(pa.Table.from_arrays(arrays, schema=schema), row_group_size=1_000_000)
@@ -480,6 +494,15 @@ def write_bench_run(run_dir: Path, spec: BenchSpec) -> dict[str, Any]:
         )
     for w in writers.values():
         w.close()
+    if spark is None:
+        from spark_analysis.session import get_spark
+
+        spark = get_spark()
+    flat_bytes = sum(p.stat().st_size for p in flat_dir.rglob("*.parquet"))
+    flat = spark.read.schema(STAGED_SCHEMA).parquet(str(flat_dir))
+    buckets = bucket_count(flat_bytes, PARQUET_BYTES_PER_BUCKET)
+    write_bucketed(flat, events_dir, buckets)
+    shutil.rmtree(flat_dir)
     duration = spec.messages / spec.rate_per_s
     faults = []
     for i in range(spec.faults):
@@ -497,6 +520,7 @@ def write_bench_run(run_dir: Path, spec: BenchSpec) -> dict[str, Any]:
     manifest = {
         "version": STAGE_VERSION,
         "synthetic": True,
+        "buckets": buckets,
         "spec": spec.__dict__,
         "truth": truth,
         "sources": [],
@@ -508,3 +532,10 @@ def write_bench_run(run_dir: Path, spec: BenchSpec) -> dict[str, Any]:
 def bench_rows(spec: BenchSpec) -> int:
     """Approximate number of log records of a bench run (for sizing)."""
     return math.ceil(spec.messages * (2 + 2 * 1.0))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print("usage: python -m spark_analysis.synth RUN_DIR MESSAGES", file=sys.stderr)
+        sys.exit(2)
+    print(json.dumps(write_bench_run(Path(sys.argv[1]), BenchSpec(messages=int(sys.argv[2])))))

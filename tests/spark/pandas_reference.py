@@ -46,12 +46,7 @@ def _nearest_rank(values: np.ndarray, q: float) -> float:
 
 def read_events(run_dir: Path) -> pd.DataFrame:
     path = run_dir / "analysis" / "events.parquet"
-    files = sorted(path.glob("event=*/*.parquet"))
-    frames = []
-    for f in files:
-        df = pd.read_parquet(f)
-        df["event"] = f.parent.name.split("=", 1)[1]
-        frames.append(df)
+    frames = [pd.read_parquet(f) for f in sorted(path.glob("*.parquet"))]
     if not frames:
         from spark_analysis.ingest import STAGED_SCHEMA
 
