@@ -9,7 +9,7 @@ The staged Parquet is bucketed by ``msg_id`` (Spark's own bucket layout: one fil
 sorted by ``msg_id``), so the job's per-message aggregation reads each bucket in one task with no
 shuffle and, the files being sorted, no hash map either.
 
-Every line is kept: records that cannot be used land in ``event=_malformed`` with the reason,
+Every line is kept: records that cannot be used are staged with event ``_malformed``, the reason,
 the file and the raw text, so the reconciliation can count and show them instead of crashing.
 """
 
