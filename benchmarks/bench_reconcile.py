@@ -86,7 +86,12 @@ def _measure(cmd: list[str], env: dict[str, str], limit_gb: float | None = None)
         peak = max(peak, rss)
         time.sleep(0.1)
     out, err = proc.communicate()
+    log = None
+    if proc.returncode != 0:  # the whole stderr: a JVM's cause is far above its last 2000 characters
+        log = BENCH_DIR.parent / f"bfh-bench-failed-{os.getpid()}-{int(t0 * 1000)}.stderr"
+        log.write_text(err)
     return {
+        "stderr_log": str(log) if log else None,
         "load_avg": [round(x, 2) for x in os.getloadavg()],
         "wall_s": round(time.monotonic() - t0, 2),
         "cpu_s": round(sum(cpu.values()), 1),
