@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,27 @@ def _run_id_from_json(run_json: dict[str, Any] | None) -> str | None:
 # --------------------------------------------------------------------------------------------
 # the Spark job
 # --------------------------------------------------------------------------------------------
+
+
+def _recovery_horizon_s() -> float:
+    """Seconds after a fault's window searched for recoveries in the main job
+    (``BFH_RECOVERY_HORIZON_S``, default 120); a later first success costs one more scan."""
+    return max(0.0, float(os.environ.get("BFH_RECOVERY_HORIZON_S") or 120.0))
+
+
+def _seconds(df: Any, start: str, end: str) -> Any:
+    """``df`` with one row per whole second in [floor(start), floor(end)] (column ``sec``): turns a
+    range join on time into an equi-join on (rk, sec)."""
+    from pyspark.sql import functions as F
+
+    last = F.least(F.floor(end), F.floor(start) + 2_000_000)
+    return df.select("*", F.explode(F.sequence(F.floor(start), last)).alias("sec"))
+
+
+def _ooo_block_seqs() -> int:
+    """Log positions per out-of-order block (``BFH_OOO_BLOCK_SEQS``, default 2^20): a block is
+    sorted and buffered by one task, so this bounds a task's memory whatever the stream's length."""
+    return max(1, int(os.environ.get("BFH_OOO_BLOCK_SEQS") or 1 << 20))
 
 
 def _shuffle_partitions(sources: list[Any]) -> int:
@@ -651,7 +673,6 @@ class _Job:
 
     # ---- stage 3: every per-run aggregate, in one Spark job ------------------------------------
     def _aggregates(self) -> dict[str, list[dict[str, Any]]]:
-        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         col, m, pol, one = F.col, self.msgs, self.policy, F.count(F.lit(1)).alias("n")
@@ -681,56 +702,110 @@ class _Job:
             F.max("latency_s").alias("max"),
             one,
         )
-        # out of order: per (subscription, publisher) stream, a first receipt of a message sent
-        # before another message of that publisher that was already received on the stream.
-        # One window pass over narrow rows (no msg_id: the sort moves less): the running max of
-        # send order, and the rank of each out-of-order receipt (the first few become examples).
-        stream = ["rk", "sub_index", "publisher"]
-        order = Window.partitionBy(*stream).orderBy("first_receipt_seq")
-        ooo = received.select(
-            *stream,
-            "first_receipt_seq",
-            F.coalesce(
-                col("first_attempt_seq")
-                < F.max("first_attempt_seq").over(order.rowsBetween(Window.unboundedPreceding, -1)),
-                F.lit(False),
-            ).alias("ooo"),
-        )
-        ooo = ooo.withColumn(
-            "ooo_rank",
-            F.sum(col("ooo").cast("int")).over(
-                order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-            ),
-        )
-        # the first few out-of-order receipts are part of the grouping key (null on every other
-        # row): numeric buffers only, so a code-generated hash aggregation instead of collect_list
-        pick = col("ooo") & (col("ooo_rank") <= pol.examples)
-        frames["ooo"] = ooo.groupBy(
-            *stream,
-            F.when(pick, col("ooo_rank")).alias("slot"),
-            F.when(pick, col("first_receipt_seq")).alias("example_seq"),
-        ).agg(F.count(F.lit(1)).alias("receipts"), F.count(F.when(col("ooo"), 1)).alias("n"))
+        frames.update(self._ooo_frames(received))
         frames.update(self._fault_frames())
         got = _collect_many(frames)
-        self._ooo_example_ids(got["ooo"])
+        got["streams"] = self._ooo_example_ids(got)
+        self._late_recoveries(got)
         return got
 
-    def _ooo_example_ids(self, rows: list[dict[str, Any]]) -> None:
-        """Fill in the msg_id of each out-of-order example (a receipt's seq is unique in its run)."""
+    def _ooo_frames(self, received: Any) -> dict[str, Any]:
+        """Out of order: per (subscription, publisher) stream, a first receipt of a message sent
+        before another message of that publisher that was already received on the stream.
+
+        Each stream is cut into blocks of receipt order (``BFH_OOO_BLOCK_SEQS`` log positions), so
+        no task sorts or buffers a whole stream: a receipt is out of order when its send order is
+        below the running max of the earlier receipts of its block or the max of the earlier
+        blocks (a small window over the per-block maxima, broadcast)."""
+        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        picked = {(r["rk"], r["sub_index"], r["example_seq"]): r for r in rows if r["slot"] is not None}
-        if not picked:
-            return
-        found = (
-            self.msgs.where(F.col("first_receipt_seq").isin(*sorted({k[2] for k in picked})))
-            .select("rk", "sub_index", "first_receipt_seq", "msg_id")
-            .collect()
+        col, pol = F.col, self.policy
+        size = _ooo_block_seqs()
+        # numeric keys only: the publisher travels as its hash (names come back from `dims`)
+        keys = ["rk", "sub_index", "pub_h", "blk"]
+        r = received.select(
+            "rk",
+            "sub_index",
+            F.xxhash64("publisher").alias("pub_h"),
+            F.floor(col("first_receipt_seq") / size).cast("long").alias("blk"),
+            col("first_receipt_seq").alias("seq"),
+            col("first_attempt_seq").alias("a"),
         )
-        for f in found:
-            r = picked.get((f["rk"], f["sub_index"], f["first_receipt_seq"]))
-            if r is not None:
-                r["example"] = f["msg_id"]
+        blocks = r.groupBy(*keys).agg(F.max("a").alias("bmax"), F.count(F.lit(1)).alias("receipts"))
+        before = Window.partitionBy(*keys[:3]).orderBy("blk").rowsBetween(Window.unboundedPreceding, -1)
+        prefix = blocks.select(*keys, F.max("bmax").over(before).alias("pmax"))
+        order = Window.partitionBy(*keys).orderBy("seq")
+        running = F.max("a").over(order.rowsBetween(Window.unboundedPreceding, -1))
+        ooo = r.join(F.broadcast(prefix), keys).select(
+            *keys, "seq", F.coalesce(col("a") < F.greatest(col("pmax"), running), F.lit(False)).alias("ooo")
+        )
+        ooo = ooo.withColumn(
+            "rank", F.sum(col("ooo").cast("int")).over(order.rowsBetween(Window.unboundedPreceding, 0))
+        )
+        # the first few out-of-order receipts of each block are part of the grouping key (null on
+        # every other row): numeric buffers only, so a code-generated hash aggregation
+        pick = col("ooo") & (col("rank") <= pol.examples)
+        names = _values(
+            self.spark,
+            [(rk, v) for rk, kind, v in self.dims if kind == "agent"],
+            "rk int, publisher string",
+        )
+        return {
+            "ooo_blocks": blocks.select(*keys, "receipts"),
+            "ooo": ooo.groupBy(
+                *keys,
+                F.when(pick, col("rank")).alias("slot"),
+                F.when(pick, col("seq")).alias("example_seq"),
+            ).agg(F.count(F.when(col("ooo"), 1)).alias("n")),
+            "publishers": names.select("rk", "publisher", F.xxhash64("publisher").alias("pub_h")),
+        }
+
+    def _ooo_example_ids(self, got: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """Per stream: receipts, out-of-order count and the first examples (msg_ids, in receipt
+        order), from the per-block rows."""
+        from pyspark.sql import functions as F
+
+        names = {(r["rk"], r["pub_h"]): r["publisher"] for r in got.get("publishers", [])}
+        streams: dict[tuple[int, int, int], dict[str, Any]] = {}
+        for b in got.get("ooo_blocks", []):
+            key = (b["rk"], b["sub_index"], b["pub_h"])
+            sub = self.sub_at[key[:2]]
+            s = streams.setdefault(
+                key,
+                {
+                    "rk": key[0],
+                    "subscriber": sub["agent"],
+                    "subscription": sub["filter"],
+                    "publisher": names.get((key[0], key[2])),
+                    "receipts": 0,
+                    "out_of_order": 0,
+                    "examples": [],
+                    "_picks": [],
+                },
+            )
+            s["receipts"] += b["receipts"]
+        for r in got.get("ooo", []):
+            s = streams[(r["rk"], r["sub_index"], r["pub_h"])]
+            s["out_of_order"] += r["n"]
+            if r["slot"] is not None:
+                s["_picks"].append((r["blk"], r["slot"], r["rk"], r["sub_index"], r["example_seq"]))
+        picked: dict[tuple[int, int, int], dict[str, Any]] = {}
+        for s in streams.values():
+            for p in sorted(s.pop("_picks"))[: self.policy.examples]:
+                picked[p[2:]] = s
+                s["examples"].append(p[2:])
+        if picked:
+            # a receipt's seq is unique in its subscription: one small scan finds the msg_ids
+            found = (
+                self.msgs.where(F.col("first_receipt_seq").isin(*sorted({k[2] for k in picked})))
+                .select("rk", "sub_index", "first_receipt_seq", "msg_id")
+                .collect()
+            )
+            ids = {(f["rk"], f["sub_index"], f["first_receipt_seq"]): f["msg_id"] for f in found}
+            for s in streams.values():
+                s["examples"] = [ids.get(k) for k in s["examples"]]
+        return list(streams.values())
 
     def _fault_windows(self) -> list[tuple[int, int, float, float]]:
         windows = []  # (rk, fault_idx, start, end of window incl. settle margin)
@@ -749,15 +824,7 @@ class _Job:
         if not windows:
             return {}
         fw = _values(spark, windows, "rk int, fault_idx int, start double, wend double")
-        # every whole second a window touches: turns the range joins into equi-joins on (rk, sec)
-        fb = F.broadcast(
-            fw.select(
-                "*",
-                F.explode(
-                    F.sequence(F.floor("start"), F.least(F.floor("wend"), F.floor("start") + 2_000_000))
-                ).alias("sec"),
-            )
-        )
+        fb = F.broadcast(_seconds(fw, "start", "wend"))
         frames: dict[str, Any] = {}
         # anomalies whose first attempt falls in [start, end + settle]
         an = (
@@ -770,34 +837,90 @@ class _Job:
         frames["fault_examples"] = _top(
             an, ["rk", "fault_idx", "status"], ["msg_id", "subscriber"], ["msg_id"], pol.examples
         )
-        # successes per agent role: acknowledged sends (publisher) and receipts (subscriber:<filter>)
-        succ = self.ev.where(col("event").isin("sent", "received")).select(
+        frames["fault_roles"] = self._fault_roles(fw, windows)
+        return frames
+
+    def _successes(self) -> Any:
+        """Acknowledged sends (publisher) and receipts (subscriber:<filter>), per agent role."""
+        from pyspark.sql import functions as F
+
+        col = F.col
+        return self.ev.where(col("event").isin("sent", "received")).select(
             "rk",
             "agent",
             F.when(col("event") == "received", col("subscription")).alias("sub"),
             (col("event") == "sent").alias("is_ack"),
             "ts",
-            F.floor("ts").cast("long").alias("sec"),
         )
-        role = ["agent", "is_ack", "sub"]
-        # per fault and role: successes inside [start, end + settle], and the first one at or after
-        # the start (exact within the window's seconds)
-        frames["fault_roles"] = (
-            succ.join(fb, ["rk", "sec"])
-            .where(col("ts") >= col("start"))
-            .groupBy("rk", "fault_idx", *role)
+
+    def _fault_roles(self, fw: Any, windows: list[tuple[int, int, float, float]]) -> Any:
+        """Per fault and role: successes inside [start, end + settle] and the first one at or
+        after the start, looked for up to :func:`_recovery_horizon_s` after the window (later ones:
+        :meth:`_late_recoveries`, only for the roles that need it)."""
+        from pyspark.sql import functions as F
+
+        col, horizon = F.col, _recovery_horizon_s()
+        succ = self._successes()
+        if len(windows) <= 64:  # cheap range tests first: most successes are outside every window
+            near = [
+                (col("rk") == rk) & (col("ts") >= start) & (col("ts") <= wend + horizon)
+                for rk, _, start, wend in windows
+            ]
+            succ = succ.where(reduce(lambda x, y: x | y, near))
+        fb = F.broadcast(_seconds(fw.withColumn("horizon", col("wend") + horizon), "start", "horizon"))
+        return (
+            succ.withColumn("sec", F.floor("ts").cast("long"))
+            .join(fb, ["rk", "sec"])
+            .where(col("ts").between(col("start"), col("horizon")))
+            .groupBy("rk", "fault_idx", "agent", "is_ack", "sub")
             .agg(F.min("ts").alias("t"), F.count(F.when(col("ts") <= col("wend"), 1)).alias("in_window"))
         )
-        # ... else the first one after the window, from a per-second index of the run
-        frames["recovery_after"] = (
-            succ.groupBy("rk", *role, "sec")
-            .agg(F.min("ts").alias("t"))
-            .join(F.broadcast(fw), "rk")
-            .where(col("sec") > F.floor("wend"))
-            .groupBy("rk", "fault_idx", *role)
-            .agg(F.min("t").alias("t"))
+
+    def _late_recoveries(self, got: dict[str, list[dict[str, Any]]]) -> None:
+        """The first success after the horizon, for each (fault, role) with none before it: one
+        more scan, only when some role recovered late or never."""
+        from pyspark.sql import functions as F
+
+        found = {
+            (r["rk"], r["fault_idx"], r["agent"], r["is_ack"], r["sub"]) for r in got.get("fault_roles", [])
+        }
+        missing = [
+            (rk, fi, agent, is_ack, sub, wend + _recovery_horizon_s())
+            for rk, fi, _, wend in self._fault_windows()
+            for agent, is_ack, sub in self._roles(rk)
+            if (rk, fi, agent, is_ack, sub) not in found
+        ]
+        if not missing:
+            return
+        col = F.col
+        want = _values(
+            self.spark,
+            missing,
+            "rk int, fault_idx int, agent string, is_ack boolean, wsub string, after double",
         )
-        return frames
+        late = (
+            self._successes()
+            .join(F.broadcast(want), ["rk", "agent", "is_ack"])
+            .where(col("sub").eqNullSafe(col("wsub")) & (col("ts") > col("after")))
+            .groupBy("rk", "fault_idx", "agent", "is_ack", "sub")
+            .agg(F.min("ts").alias("t"))
+        )
+        got["fault_roles"] = got.get("fault_roles", []) + [
+            {**r.asDict(), "in_window": 0} for r in late.collect()
+        ]
+
+    def _roles(self, rk: int) -> list[tuple[str, bool, str | None]]:
+        """(agent, is_ack, subscription) of every role of a run: publishers with an acknowledged
+        send, subscriptions with a receipt."""
+        return sorted(
+            {(r["agent"], True, None) for r in self.facts if r["rk"] == rk and r["event"] == "sent"}
+            | {
+                (r["agent"], False, r["subscription"])
+                for r in self.facts
+                if r["rk"] == rk and r["event"] == "received"
+            },
+            key=lambda x: (x[0], x[1], x[2] or ""),
+        )
 
     # ---- stage 4: summaries and verdicts (driver, a few rows per run) -------------------------
     def _faults_summary(self, rk: int, got: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -810,10 +933,7 @@ class _Job:
 
         rec: dict[tuple[int, str, str], float] = {}
         win: dict[int, dict[str, int]] = defaultdict(lambda: {"acked": 0, "received": 0})
-        for r in got.get("recovery_after", []):
-            if r["rk"] == rk:
-                rec[(r["fault_idx"], r["agent"], role(r))] = r["t"]
-        for r in got.get("fault_roles", []):  # earlier than anything after the window
+        for r in got.get("fault_roles", []):
             if r["rk"] == rk:
                 rec[(r["fault_idx"], r["agent"], role(r))] = r["t"]
                 win[r["fault_idx"]]["acked" if r["is_ack"] else "received"] += r["in_window"]
@@ -828,12 +948,7 @@ class _Job:
                     "examples": examples.get((r["fault_idx"], r["status"]), []),
                 }
         roles = sorted(
-            {(r["agent"], "publisher") for r in self.facts if r["rk"] == rk and r["event"] == "sent"}
-            | {
-                (r["agent"], f"subscriber:{r['subscription']}")
-                for r in self.facts
-                if r["rk"] == rk and r["event"] == "received"
-            }
+            {(agent, role({"is_ack": is_ack, "sub": sub})) for agent, is_ack, sub in self._roles(rk)}
         )
         out = []
         for _, fi, start, wend in windows:
@@ -905,7 +1020,7 @@ class _Job:
                 if r["rk"] == rk and r["n"]:
                     p = r["p"]
                     latency = {"p50": p[0], "p95": p[1], "p99": p[2], "max": r["max"], "count": r["n"]}
-            streams = _ooo_streams([r for r in got["ooo"] if r["rk"] == rk], self.sub_at)
+            streams = [{k: v for k, v in st.items() if k != "rk"} for st in got["streams"] if st["rk"] == rk]
             streams.sort(key=lambda s: (s["subscriber"] or "", s["subscription"] or "", s["publisher"] or ""))
             facts = [r for r in self.facts if r["rk"] == rk]
             by_reason: dict[str, int] = defaultdict(int)
@@ -997,35 +1112,6 @@ class _Job:
             shutil.rmtree(old, ignore_errors=True)
             _write_text(analysis / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
             _write_text(analysis / "report.md", render_report(summary))
-
-
-def _ooo_streams(
-    rows: list[dict[str, Any]], sub_at: dict[tuple[int, int], dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """One entry per (subscription, publisher) stream from the ``ooo`` rows: per stream one row
-    with the counts and up to ``examples`` rows each holding one example in ``slot`` order."""
-    out: dict[tuple[int, int, str | None], dict[str, Any]] = {}
-    slots: dict[tuple[int, int, str | None], list[tuple[int, str]]] = defaultdict(list)
-    for r in rows:
-        key = (r["rk"], r["sub_index"], r["publisher"])
-        s = out.setdefault(
-            key,
-            {
-                "subscriber": sub_at[key[:2]]["agent"],
-                "subscription": sub_at[key[:2]]["filter"],
-                "publisher": r["publisher"],
-                "receipts": 0,
-                "out_of_order": 0,
-                "examples": [],
-            },
-        )
-        s["receipts"] += r["receipts"]
-        s["out_of_order"] += r["n"]
-        if r["slot"] is not None:
-            slots[key].append((r["slot"], r["example"]))
-    for key, found in slots.items():
-        out[key]["examples"] = [e for _, e in sorted(found)]
-    return list(out.values())
 
 
 def _short_path(path: str | None, run_dir: Path) -> str | None:

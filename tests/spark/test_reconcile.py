@@ -262,6 +262,20 @@ def test_metrics_latency_order_and_faults(runs):
     assert quiet["vacuous"] and quiet["acknowledged_in_window"] == 0 and quiet["anomaly_count"] == 0
 
 
+def test_small_blocks_and_horizon_change_nothing(runs, spark, tmp_path, monkeypatch):
+    """Streams cut into out-of-order blocks of 2 log positions, and recoveries looked for only 1 s
+    after a window (later ones by the late-recovery scan), give the same summary."""
+    run_dir, s = runs["classes"]
+    monkeypatch.setenv("BFH_OOO_BLOCK_SEQS", "2")
+    monkeypatch.setenv("BFH_RECOVERY_HORIZON_S", "1")
+    (small,) = reconcile([_copy(run_dir, tmp_path)], spark=spark)
+    assert small["out_of_order"] == s["out_of_order"]
+    assert any(x["out_of_order"] for x in s["out_of_order"]["streams"])
+    assert small["faults"] == s["faults"]
+    # sub-d first receives 8.7 s after the window [21.5, 32.5]: found by the late scan
+    assert s["faults"][0]["recovery_s"]["sub-d"]["subscriber:u/a"] == pytest.approx(41.2 - 21.5)
+
+
 def test_robustness_malformed_torn_unknown(runs):
     run_dir, s = runs["robust"]
     m = s["malformed"]
