@@ -32,6 +32,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from spark_analysis.frames import collect_many, top
+
 STAGE_VERSION = 3
 EVENTS_DIR = "events.parquet"
 MANIFEST = "events.manifest.json"
@@ -71,6 +73,10 @@ STAGED_SCHEMA = T.StructType(
         T.StructField("event", T.StringType()),
     ]
 )
+
+#: the staging job's output: partitioned by run key
+_RK_STAGED = T.StructType([*STAGED_SCHEMA.fields, T.StructField("rk", T.IntegerType())])
+NO_FACTS: dict[str, list[dict[str, Any]]] = {"cube": [], "malformed": []}
 
 _PARSE_SCHEMA = T.StructType(
     [T.StructField(n, t) for n, t in RECORD_FIELDS] + [T.StructField("_corrupt", T.StringType())]
@@ -169,6 +175,70 @@ def write_bucketed(df: DataFrame, out: Path, buckets: int, partition_by: tuple[s
         spark.sql(f"DROP TABLE IF EXISTS {name}")
 
 
+#: malformed-record examples kept with the staged facts (a policy asking for more recomputes them)
+FACTS_EXAMPLES = 20
+
+
+def facts_frames(ev: DataFrame, examples: int) -> dict[str, DataFrame]:
+    """The per-run facts of staged events (column ``rk``): the "cube" of small dimensions (events,
+    agents, topics, filters, reasons, with counts and first/last times), a few rows per run, and
+    the first ``examples`` malformed records of each run."""
+    col, ev_ = F.col, F.col("event")
+    # one scan, one hash aggregation with numeric buffers; only the keys each event type needs
+    # (fewer strings hashed on the big events)
+    keyed = ev.select(
+        "rk",
+        "event",
+        F.when(~ev_.isin("received", "sent"), col("run")).alias("run"),
+        "bad_reason",
+        "agent",
+        F.when(ev_ != "received", col("topic")).alias("topic"),
+        F.when(ev_ == "received", col("subscription")).alias("subscription"),
+        F.when(ev_ == "dropped", col("reason")).alias("reason"),
+        F.when(ev_ == "subscribed", col("durable")).alias("durable"),
+        F.when(ev_.isin("subscribed", "send_attempt", "sent"), col("qos")).alias("qos"),
+        "ts",
+        "seq",
+    )
+    keys = ["rk", "event", "run", "bad_reason", "agent", "topic", "subscription", "reason", "durable", "qos"]
+    return {
+        "cube": keyed.groupBy(*keys).agg(
+            F.count(F.lit(1)).alias("n"),
+            F.min("ts").alias("t0"),
+            F.max("ts").alias("t1"),
+            F.min("seq").alias("s0"),
+        ),
+        "malformed": top(
+            ev.where(col("event") == MALFORMED),
+            ["rk"],
+            ["file", "seq"],
+            ["file", "bad_reason", "raw"],
+            examples,
+        ),
+    }
+
+
+def summarize(ev: DataFrame) -> dict[int, dict[str, list[dict[str, Any]]]]:
+    """Facts of staged events per ``rk``, as JSON-ready rows (kept in each run's manifest)."""
+    out: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    for name, rows in collect_many(facts_frames(ev, FACTS_EXAMPLES)).items():
+        for r in rows:
+            out.setdefault(r.pop("rk"), {"cube": [], "malformed": []})[name].append(r)
+    return out
+
+
+def staged_facts(src: RunSources) -> dict[str, list[dict[str, Any]]] | None:
+    """The facts kept with a run's staged Parquet, or None (staged before they were kept)."""
+    facts = (read_manifest(src) or {}).get("facts")
+    if (
+        isinstance(facts, dict)
+        and isinstance(facts.get("cube"), list)
+        and isinstance(facts.get("malformed"), list)
+    ):
+        return facts
+    return None
+
+
 def write_manifest(src: RunSources, **extra: Any) -> None:
     data = {
         "version": STAGE_VERSION,
@@ -235,12 +305,14 @@ def stage(spark: SparkSession, run_dirs: list[Path], *, force: bool = False) -> 
             assert text is not None
             buckets = bucket_count(sum(p.stat().st_size for _, s in with_files for p in s.files))
             write_bucketed(_parse(text), scratch / "out", buckets, ("rk",))
+            # the small dimensions of each run, once: later jobs read them from the manifest
+            facts = summarize(spark.read.schema(_RK_STAGED).parquet(str(scratch / "out")))
             for i, s in with_files:
                 produced = scratch / "out" / f"rk={i}"
                 if not produced.is_dir():  # only blank lines
                     produced.mkdir(parents=True)
                 _replace_dir(produced, s.events_dir)
-                write_manifest(s, buckets=buckets)
+                write_manifest(s, buckets=buckets, facts=facts.get(i, NO_FACTS))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     for _, s in todo:
@@ -249,7 +321,7 @@ def stage(spark: SparkSession, run_dirs: list[Path], *, force: bool = False) -> 
             if s.events_dir.exists():
                 shutil.rmtree(s.events_dir)
             s.events_dir.mkdir()
-            write_manifest(s, buckets=1)
+            write_manifest(s, buckets=1, facts=NO_FACTS)
     return sources
 
 

@@ -31,6 +31,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script (spark-submit spark_analysis/reconcile.py)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from spark_analysis.frames import collect_many, top, values  # noqa: E402
 from spark_analysis.guarantees import describe, downgrades  # noqa: E402
 from spark_analysis.ingest import MESSAGE_EVENTS, PUBLISHER_EVENTS  # noqa: E402
 from spark_analysis.policy import Policy, PolicyError, load_policy  # noqa: E402
@@ -185,57 +186,6 @@ def _shuffle_partitions(sources: list[Any]) -> int:
     return max(2, min(2000, math.ceil(total / per)))
 
 
-def _collect_many(frames: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Collect several small aggregates in one Spark job (each row travels as JSON)."""
-    from pyspark.sql import functions as F
-
-    union = None
-    for name, df in frames.items():
-        part = df.select(
-            F.lit(name).alias("_k"),
-            F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]), {"ignoreNullFields": "false"}).alias(
-                "_v"
-            ),
-        )
-        union = part if union is None else union.unionByName(part)
-    out: dict[str, list[dict[str, Any]]] = {name: [] for name in frames}
-    if union is None:
-        return out
-    for row in union.collect():
-        out[row["_k"]].append(json.loads(row["_v"]))
-    return out
-
-
-def _values(spark: Any, rows: list[tuple[Any, ...]], ddl: str) -> Any:
-    """A small DataFrame of literal rows, built without Python workers (unlike createDataFrame)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    schema = T._parse_datatype_string(ddl)
-    assert isinstance(schema, T.StructType)
-    if not rows:
-        return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
-    structs = [
-        F.struct(*[F.lit(v).cast(f.dataType).alias(f.name) for v, f in zip(row, schema.fields, strict=True)])
-        for row in rows
-    ]
-    return spark.range(1).select(F.inline(F.array(*structs)))
-
-
-def _top(df: Any, keys: list[str], order: list[str], cols: list[str], n: int) -> Any:
-    """The first ``n`` rows (by ``order``) of every group of ``keys``, with their rank ``_rn``."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    w = Window.partitionBy(*keys).orderBy(*order)
-    return (
-        df.select(*dict.fromkeys(keys + order + cols))
-        .withColumn("_rn", F.row_number().over(w))
-        .where(F.col("_rn") <= n)
-        .select(*keys, *[c for c in cols if c not in keys], "_rn")
-    )
-
-
 #: unique-per-row columns: dictionary encoding only costs CPU before Parquet falls back
 _NO_DICTIONARY = (
     "msg_id", "first_attempt_ts", "first_attempt_seq", "ack_ts", "drop_ts", "first_receipt_ts",
@@ -314,58 +264,22 @@ class _Job:
 
     # ---- stage 1: per-run facts and the small dimensions (one Spark job) ----------------------
     def _facts(self) -> None:
-        from pyspark.sql import functions as F
+        from spark_analysis.ingest import FACTS_EXAMPLES, MALFORMED, facts_frames, staged_facts
 
-        from spark_analysis.ingest import MALFORMED
-
-        ev, col = self.ev, F.col
-        # one scan, one hash aggregation with numeric buffers: the per-run "cube" of small
-        # dimensions (events, agents, topics, filters, reasons), a few rows per run
-        # only the keys each event type needs (fewer strings hashed on the big events)
-        ev_ = col("event")
-        keyed = ev.select(
-            "rk",
-            "event",
-            F.when(~ev_.isin("received", "sent"), col("run")).alias("run"),
-            "bad_reason",
-            "agent",
-            F.when(ev_ != "received", col("topic")).alias("topic"),
-            F.when(ev_ == "received", col("subscription")).alias("subscription"),
-            F.when(ev_ == "dropped", col("reason")).alias("reason"),
-            F.when(ev_ == "subscribed", col("durable")).alias("durable"),
-            F.when(ev_.isin("subscribed", "send_attempt", "sent"), col("qos")).alias("qos"),
-            "ts",
-            "seq",
-        )
-        cube_keys = [
-            "rk",
-            "event",
-            "run",
-            "bad_reason",
-            "agent",
-            "topic",
-            "subscription",
-            "reason",
-            "durable",
-            "qos",
-        ]
-        got = _collect_many(
-            {
-                "cube": keyed.groupBy(*cube_keys).agg(
-                    F.count(F.lit(1)).alias("n"),
-                    F.min("ts").alias("t0"),
-                    F.max("ts").alias("t1"),
-                    F.min("seq").alias("s0"),
-                ),
-                "malformed": _top(
-                    ev.where(col("event") == MALFORMED),
-                    ["rk"],
-                    ["file", "seq"],
-                    ["file", "bad_reason", "raw"],
-                    self.policy.examples,
-                ),
-            }
-        )
+        # the cube of small dimensions is kept with the staged Parquet: read it, unless a policy
+        # asks for more malformed examples than were kept and some run may have them
+        cached = [staged_facts(s) for s in self.sources]
+        n = self.policy.examples
+        if all(c is not None for c in cached) and (
+            n <= FACTS_EXAMPLES or all(len(c["malformed"]) < FACTS_EXAMPLES for c in cached if c)
+        ):
+            got: dict[str, list[dict[str, Any]]] = {"cube": [], "malformed": []}
+            for rk, c in enumerate(cached):
+                assert c is not None
+                got["cube"] += [{**r, "rk": rk} for r in c["cube"]]
+                got["malformed"] += [{**r, "rk": rk} for r in c["malformed"] if r["_rn"] <= n]
+        else:
+            got = collect_many(facts_frames(self.ev, n))
         cube = got["cube"]
         self.facts = cube
         self.malformed_rows = got["malformed"]
@@ -460,7 +374,7 @@ class _Job:
             .when(col("event") == "received", 3)
             .cast("byte")
         )
-        subs_df = _values(
+        subs_df = values(
             spark,
             [(s["rk"], s["agent"], s["filter"], s["j"]) for s in self.subs],
             "rk int, agent string, subscription string, j int",
@@ -510,7 +424,7 @@ class _Job:
                 F.min(F.when(hit, col("seq"))).alias(f"s{J}"),
             ]
         msg = rows.groupBy("rk", "msg_id").agg(*aggs)
-        dim = _values(spark, self.dims, "rk int, kind string, value string").withColumn(
+        dim = values(spark, self.dims, "rk int, kind string, value string").withColumn(
             "h", F.xxhash64("value")
         )
 
@@ -536,7 +450,7 @@ class _Job:
         # which subscriptions' filters match each topic: distinct topics x subscriptions (small),
         # matched in Spark SQL, pivoted to one boolean per run-local subscription index
         if S:
-            topics = _values(spark, self.topics, "rk int, topic string")
+            topics = values(spark, self.topics, "rk int, topic string")
             subs_f = subs_df.select("rk", "j", col("subscription").alias("filter"))
             tm = (
                 topics.join(F.broadcast(subs_f), "rk")
@@ -689,7 +603,7 @@ class _Job:
         kind = F.when(col("status") == "ghost", F.concat(F.lit("ghost_"), col("ghost_kind"))).otherwise(
             col("status")
         )
-        frames["examples"] = _top(
+        frames["examples"] = top(
             m.where(col("status").isin(*ANOMALY_STATUSES, "unexpected")).withColumn("kind", kind),
             ["rk", "kind"],
             ["msg_id", "subscriber", "subscription"],
@@ -704,7 +618,7 @@ class _Job:
         )
         frames.update(self._ooo_frames(received))
         frames.update(self._fault_frames())
-        got = _collect_many(frames)
+        got = collect_many(frames)
         got["streams"] = self._ooo_example_ids(got)
         self._late_recoveries(got)
         return got
@@ -746,7 +660,7 @@ class _Job:
         # the first few out-of-order receipts of each block are part of the grouping key (null on
         # every other row): numeric buffers only, so a code-generated hash aggregation
         pick = col("ooo") & (col("rank") <= pol.examples)
-        names = _values(
+        names = values(
             self.spark,
             [(rk, v) for rk, kind, v in self.dims if kind == "agent"],
             "rk int, publisher string",
@@ -823,7 +737,7 @@ class _Job:
         windows = self._fault_windows()
         if not windows:
             return {}
-        fw = _values(spark, windows, "rk int, fault_idx int, start double, wend double")
+        fw = values(spark, windows, "rk int, fault_idx int, start double, wend double")
         fb = F.broadcast(_seconds(fw, "start", "wend"))
         frames: dict[str, Any] = {}
         # anomalies whose first attempt falls in [start, end + settle]
@@ -834,7 +748,7 @@ class _Job:
             .where(col("first_attempt_ts").between(col("start"), col("wend")))
         )
         frames["fault_anomalies"] = an.groupBy("rk", "fault_idx", "status").agg(F.count(F.lit(1)).alias("n"))
-        frames["fault_examples"] = _top(
+        frames["fault_examples"] = top(
             an, ["rk", "fault_idx", "status"], ["msg_id", "subscriber"], ["msg_id"], pol.examples
         )
         frames["fault_roles"] = self._fault_roles(fw, windows)
@@ -893,7 +807,7 @@ class _Job:
         if not missing:
             return
         col = F.col
-        want = _values(
+        want = values(
             self.spark,
             missing,
             "rk int, fault_idx int, agent string, is_ack boolean, wsub string, after double",
@@ -1120,8 +1034,9 @@ def _short_path(path: str | None, run_dir: Path) -> str | None:
     p = path.removeprefix("file://")
     try:
         return str(Path(p).relative_to(run_dir))
-    except ValueError:
-        return p
+    except ValueError:  # staged before the run folder was moved or copied: agents/<agent>/...
+        cut = p.rfind("/agents/")
+        return p[cut + 1 :] if cut >= 0 else p
 
 
 def _write_text(path: Path, text: str) -> None:

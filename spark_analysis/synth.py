@@ -310,12 +310,15 @@ def write_bench_run(run_dir: Path, spec: BenchSpec, spark: Any = None) -> dict[s
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
 
     from spark_analysis.ingest import (
+        NO_FACTS,
         PARQUET_BYTES_PER_BUCKET,
         STAGE_VERSION,
         STAGED_SCHEMA,
         bucket_count,
+        summarize,
         write_bucketed,
     )
 
@@ -503,6 +506,8 @@ def write_bench_run(run_dir: Path, spec: BenchSpec, spark: Any = None) -> dict[s
     buckets = bucket_count(flat_bytes, PARQUET_BYTES_PER_BUCKET)
     write_bucketed(flat, events_dir, buckets)
     shutil.rmtree(flat_dir)
+    staged = spark.read.schema(STAGED_SCHEMA).parquet(str(events_dir))
+    facts = summarize(staged.withColumn("rk", F.lit(0))).get(0, NO_FACTS)
     duration = spec.messages / spec.rate_per_s
     faults = []
     for i in range(spec.faults):
@@ -521,6 +526,7 @@ def write_bench_run(run_dir: Path, spec: BenchSpec, spark: Any = None) -> dict[s
         "version": STAGE_VERSION,
         "synthetic": True,
         "buckets": buckets,
+        "facts": facts,
         "spec": spec.__dict__,
         "truth": truth,
         "sources": [],

@@ -316,6 +316,30 @@ def test_empty_runs_and_run_id_fallback(runs):
     assert runs["robust"][1]["run"] == "run-robust"  # the records' `run`
 
 
+def test_facts_kept_at_staging_match_a_fresh_scan(runs, spark, tmp_path):
+    """The facts kept in the manifest at staging give the summary a scan of the events gives: a
+    run staged before facts were kept, and a policy asking for more malformed examples than kept."""
+    run_dir, s = runs["robust"]
+    manifest = json.loads((run_dir / "analysis" / "events.manifest.json").read_text())
+    assert manifest["facts"]["cube"] and manifest["facts"]["malformed"]
+    old = _copy(run_dir, tmp_path / "old")
+    path = old / "analysis" / "events.manifest.json"
+    path.write_text(json.dumps({k: v for k, v in manifest.items() if k != "facts"}))
+    (again,) = reconcile([old], spark=spark)
+    assert "facts" not in json.loads(path.read_text())  # still fresh: not staged again
+
+    def same(x: dict) -> dict:
+        return {k: v for k, v in x.items() if k not in ("engine", "run_dir")}
+
+    assert same(again) == same(s)
+    assert again["malformed"]["count"] > 0
+    many = _copy(run_dir, tmp_path / "many")
+    (more,) = reconcile([many], spark=spark, policy=Policy(examples=50))
+    # all 7 kept at staging (fewer than 20): every one is an example, in file order
+    assert len(more["malformed"]["examples"]) == more["malformed"]["count"] == 7
+    assert more["malformed"]["examples"][:5] == again["malformed"]["examples"]
+
+
 def test_policy_thresholds_and_staging_reuse(runs, spark, tmp_path):
     run_dir = _copy(runs["classes"][0], tmp_path)
     events = run_dir / "analysis" / "events.parquet"
