@@ -423,7 +423,12 @@ class _Job:
                 F.min(F.when(hit, col("ts"))).alias(f"f{J}"),
                 F.min(F.when(hit, col("seq"))).alias(f"s{J}"),
             ]
-        msg = rows.groupBy("rk", "msg_id").agg(*aggs)
+        if self.n == 1:
+            # grouped by msg_id alone, the order of the sorted buckets satisfies the aggregation
+            # (a constant rk in the key would not): a streaming sort aggregation, no hash map
+            msg = rows.groupBy("msg_id").agg(*aggs).withColumn("rk", F.lit(0))
+        else:
+            msg = rows.groupBy("rk", "msg_id").agg(*aggs)
         dim = values(spark, self.dims, "rk int, kind string, value string").withColumn(
             "h", F.xxhash64("value")
         )
