@@ -6,10 +6,11 @@
 
 Each size is a synthetic run (``python -m spark_analysis.synth``: N published messages, two
 subscriptions each, ~0.5 % anomalies of every kind, 3 faults) staged as Parquet bucketed by msg_id
-with its facts in the manifest (what a real run's logs are staged to once), then reconciled ``BFH_BENCH_REPEAT`` times
-(default 3) by each engine in a fresh process: ``python -m spark_analysis.reconcile RUN`` and the
-pandas reference (tests/spark/pandas_reference.py). Reported: median wall time and peak RSS of the process
-tree (psutil, sampled every 0.1 s). The pandas process runs under an address-space limit
+with its facts in the manifest (what a real run's logs are staged to once), then reconciled
+``BFH_BENCH_REPEAT`` times (default 3) by each engine in a fresh process:
+``python -m spark_analysis.reconcile RUN`` and the pandas reference
+(tests/spark/pandas_reference.py). Reported: median wall time and peak RSS of the process tree
+(psutil, sampled every 0.1 s). The pandas process runs under an address-space limit
 (``BFH_BENCH_PANDAS_MEM_GB``, default 12) so it fails cleanly instead of exhausting the shared
 machine. Every Spark result is checked against the generator's ground truth.
 
