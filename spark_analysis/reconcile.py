@@ -624,7 +624,7 @@ class _Job:
         frames.update(self._ooo_frames(received))
         frames.update(self._fault_frames())
         got = collect_many(frames)
-        got["streams"] = self._ooo_example_ids(got)
+        got["streams"] = self._ooo_streams(got)
         self._late_recoveries(got)
         return got
 
@@ -680,7 +680,7 @@ class _Job:
             "publishers": names.select("rk", "publisher", F.xxhash64("publisher").alias("pub_h")),
         }
 
-    def _ooo_example_ids(self, got: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    def _ooo_streams(self, got: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
         """Per stream: receipts, out-of-order count and the first examples (msg_ids, in receipt
         order), from the per-block rows."""
         from pyspark.sql import functions as F
@@ -803,10 +803,12 @@ class _Job:
         found = {
             (r["rk"], r["fault_idx"], r["agent"], r["is_ack"], r["sub"]) for r in got.get("fault_roles", [])
         }
+        roles = {rk: self._roles(rk) for rk in range(self.n)}
+        horizon = _recovery_horizon_s()
         missing = [
-            (rk, fi, agent, is_ack, sub, wend + _recovery_horizon_s())
+            (rk, fi, agent, is_ack, sub, wend + horizon)
             for rk, fi, _, wend in self._fault_windows()
-            for agent, is_ack, sub in self._roles(rk)
+            for agent, is_ack, sub in roles[rk]
             if (rk, fi, agent, is_ack, sub) not in found
         ]
         if not missing:
