@@ -592,6 +592,7 @@ class _Job:
 
     # ---- stage 3: every per-run aggregate, in one Spark job ------------------------------------
     def _aggregates(self) -> dict[str, list[dict[str, Any]]]:
+        from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
         col, m, pol, one = F.col, self.msgs, self.policy, F.count(F.lit(1)).alias("n")
@@ -605,25 +606,36 @@ class _Job:
                 F.when(col("msg_row") & (col("state") == "acknowledged") & col("drop_ts").isNotNull(), 1)
             ).alias("conflicting"),
         )
-        kind = F.when(col("status") == "ghost", F.concat(F.lit("ghost_"), col("ghost_kind"))).otherwise(
-            col("status")
+        # the anomalous pairs are few: one scan keeps them in memory for the examples and the
+        # fault attribution (instead of a scan of messages.parquet for each)
+        anomalies = (
+            m.where(col("status").isin(*ANOMALY_STATUSES, "unexpected"))
+            .select("rk", "msg_id", "subscriber", "subscription", "status", "ghost_kind", "first_attempt_ts")
+            .persist(StorageLevel.MEMORY_AND_DISK)
         )
-        frames["examples"] = top(
-            m.where(col("status").isin(*ANOMALY_STATUSES, "unexpected")).withColumn("kind", kind),
-            ["rk", "kind"],
-            ["msg_id", "subscriber", "subscription"],
-            ["msg_id"],
-            pol.examples,
-        )
-        received = m.where(col("latency_s").isNotNull() & (col("state") != "unexpected"))
-        frames["latency"] = received.groupBy("rk").agg(
-            F.percentile_approx("latency_s", [0.5, 0.95, 0.99], PERCENTILE_ACCURACY).alias("p"),
-            F.max("latency_s").alias("max"),
-            one,
-        )
-        frames.update(self._ooo_frames(received))
-        frames.update(self._fault_frames())
-        got = collect_many(frames)
+        try:
+            anomalies.count()
+            kind = F.when(col("status") == "ghost", F.concat(F.lit("ghost_"), col("ghost_kind"))).otherwise(
+                col("status")
+            )
+            frames["examples"] = top(
+                anomalies.withColumn("kind", kind),
+                ["rk", "kind"],
+                ["msg_id", "subscriber", "subscription"],
+                ["msg_id"],
+                pol.examples,
+            )
+            received = m.where(col("latency_s").isNotNull() & (col("state") != "unexpected"))
+            frames["latency"] = received.groupBy("rk").agg(
+                F.percentile_approx("latency_s", [0.5, 0.95, 0.99], PERCENTILE_ACCURACY).alias("p"),
+                F.max("latency_s").alias("max"),
+                one,
+            )
+            frames.update(self._ooo_frames(received))
+            frames.update(self._fault_frames(anomalies.where(col("status") != "unexpected")))
+            got = collect_many(frames)
+        finally:
+            anomalies.unpersist()
         got["streams"] = self._ooo_streams(got)
         self._late_recoveries(got)
         return got
@@ -635,7 +647,8 @@ class _Job:
         Each stream is cut into blocks of receipt order (``BFH_OOO_BLOCK_SEQS`` log positions), so
         no task sorts or buffers a whole stream: a receipt is out of order when its send order is
         below the running max of the earlier receipts of its block or the max of the earlier
-        blocks (a small window over the per-block maxima, broadcast)."""
+        blocks (a small window over the per-block maxima, broadcast). One row per block comes back:
+        receipts, out-of-order count and the log positions of its first out-of-order receipts."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
@@ -651,32 +664,42 @@ class _Job:
             col("first_receipt_seq").alias("seq"),
             col("first_attempt_seq").alias("a"),
         )
-        blocks = r.groupBy(*keys).agg(F.max("a").alias("bmax"), F.count(F.lit(1)).alias("receipts"))
+        blocks = r.groupBy(*keys).agg(F.max("a").alias("bmax"))
         before = Window.partitionBy(*keys[:3]).orderBy("blk").rowsBetween(Window.unboundedPreceding, -1)
-        prefix = blocks.select(*keys, F.max("bmax").over(before).alias("pmax"))
-        order = Window.partitionBy(*keys).orderBy("seq")
+        # a block's number (bid) stands for its four keys: the shuffle and the sort carry one long
+        prefix = blocks.select(
+            *keys,
+            F.max("bmax").over(before).alias("pmax"),
+            (
+                col("rk").cast("long") * (1 << 32)
+                + F.row_number().over(Window.partitionBy("rk").orderBy(*keys[1:]))
+            )
+            .cast("long")
+            .alias("bid"),
+        )
+        order = Window.partitionBy("bid").orderBy("seq")
         running = F.max("a").over(order.rowsBetween(Window.unboundedPreceding, -1))
-        ooo = r.join(F.broadcast(prefix), keys).select(
-            *keys, "seq", F.coalesce(col("a") < F.greatest(col("pmax"), running), F.lit(False)).alias("ooo")
+        flagged = (
+            r.join(F.broadcast(prefix), keys)
+            .select("bid", "pmax", "seq", "a")
+            .select(
+                "bid", "seq", F.coalesce(col("a") < F.greatest("pmax", running), F.lit(False)).alias("ooo")
+            )
         )
-        ooo = ooo.withColumn(
-            "rank", F.sum(col("ooo").cast("int")).over(order.rowsBetween(Window.unboundedPreceding, 0))
+        # the examples: the block's out-of-order positions (a list as long as that count at most)
+        firsts = F.array_sort(F.collect_list(F.when(col("ooo"), col("seq"))))
+        per_block = flagged.groupBy("bid").agg(
+            F.count(F.lit(1)).alias("receipts"),
+            F.count(F.when(col("ooo"), 1)).alias("n"),
+            F.slice(firsts, 1, max(1, pol.examples)).alias("example_seqs"),
         )
-        # the first few out-of-order receipts of each block are part of the grouping key (null on
-        # every other row): numeric buffers only, so a code-generated hash aggregation
-        pick = col("ooo") & (col("rank") <= pol.examples)
         names = values(
             self.spark,
             [(rk, v) for rk, kind, v in self.dims if kind == "agent"],
             "rk int, publisher string",
         )
         return {
-            "ooo_blocks": blocks.select(*keys, "receipts"),
-            "ooo": ooo.groupBy(
-                *keys,
-                F.when(pick, col("rank")).alias("slot"),
-                F.when(pick, col("seq")).alias("example_seq"),
-            ).agg(F.count(F.when(col("ooo"), 1)).alias("n")),
+            "ooo": per_block.join(F.broadcast(prefix.select("bid", *keys)), "bid"),
             "publishers": names.select("rk", "publisher", F.xxhash64("publisher").alias("pub_h")),
         }
 
@@ -687,7 +710,7 @@ class _Job:
 
         names = {(r["rk"], r["pub_h"]): r["publisher"] for r in got.get("publishers", [])}
         streams: dict[tuple[int, int, int], dict[str, Any]] = {}
-        for b in got.get("ooo_blocks", []):
+        for b in got.get("ooo", []):
             key = (b["rk"], b["sub_index"], b["pub_h"])
             sub = self.sub_at[key[:2]]
             s = streams.setdefault(
@@ -700,24 +723,19 @@ class _Job:
                     "receipts": 0,
                     "out_of_order": 0,
                     "examples": [],
-                    "_picks": [],
                 },
             )
             s["receipts"] += b["receipts"]
-        for r in got.get("ooo", []):
-            s = streams[(r["rk"], r["sub_index"], r["pub_h"])]
-            s["out_of_order"] += r["n"]
-            if r["slot"] is not None:
-                s["_picks"].append((r["blk"], r["slot"], r["rk"], r["sub_index"], r["example_seq"]))
-        picked: dict[tuple[int, int, int], dict[str, Any]] = {}
-        for s in streams.values():
-            for p in sorted(s.pop("_picks"))[: self.policy.examples]:
-                picked[p[2:]] = s
-                s["examples"].append(p[2:])
-        if picked:
-            # a receipt's seq is unique in its subscription: one small scan finds the msg_ids
+            s["out_of_order"] += b["n"]
+            s["examples"] += b["example_seqs"] or []
+        # a receipt's seq is unique in its run and orders the stream: the first few overall
+        wanted: set[tuple[int, int, int]] = set()
+        for (rk, j, _), s in streams.items():
+            s["examples"] = [(rk, j, q) for q in sorted(s["examples"])[: self.policy.examples]]
+            wanted.update(s["examples"])
+        if wanted:
             found = (
-                self.msgs.where(F.col("first_receipt_seq").isin(*sorted({k[2] for k in picked})))
+                self.msgs.where(F.col("first_receipt_seq").isin(*sorted({k[2] for k in wanted})))
                 .select("rk", "sub_index", "first_receipt_seq", "msg_id")
                 .collect()
             )
@@ -735,7 +753,9 @@ class _Job:
                 windows.append((rk, fi, f.start, max(end, f.start) + self.policy.settle_s))
         return windows
 
-    def _fault_frames(self) -> dict[str, Any]:
+    def _fault_frames(self, anomalies: Any) -> dict[str, Any]:
+        """Per fault: the anomalies (of ``anomalies``, the non-ok pairs) whose first attempt falls
+        in its window, and the successes of every role around it."""
         from pyspark.sql import functions as F
 
         col, spark, pol = F.col, self.spark, self.policy
@@ -747,7 +767,7 @@ class _Job:
         frames: dict[str, Any] = {}
         # anomalies whose first attempt falls in [start, end + settle]
         an = (
-            self.msgs.where(col("status").isin(*ANOMALY_STATUSES) & col("first_attempt_ts").isNotNull())
+            anomalies.where(col("first_attempt_ts").isNotNull())
             .withColumn("sec", F.floor("first_attempt_ts").cast("long"))
             .join(fb, ["rk", "sec"])
             .where(col("first_attempt_ts").between(col("start"), col("wend")))
