@@ -613,26 +613,26 @@ class _Job:
             .select("rk", "msg_id", "subscriber", "subscription", "status", "ghost_kind", "first_attempt_ts")
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
+        kind = F.when(col("status") == "ghost", F.concat(F.lit("ghost_"), col("ghost_kind"))).otherwise(
+            col("status")
+        )
+        frames["examples"] = top(
+            anomalies.withColumn("kind", kind),
+            ["rk", "kind"],
+            ["msg_id", "subscriber", "subscription"],
+            ["msg_id"],
+            pol.examples,
+        )
+        received = m.where(col("latency_s").isNotNull() & (col("state") != "unexpected"))
+        frames["latency"] = received.groupBy("rk").agg(
+            F.percentile_approx("latency_s", [0.5, 0.95, 0.99], PERCENTILE_ACCURACY).alias("p"),
+            F.max("latency_s").alias("max"),
+            one,
+        )
+        frames.update(self._ooo_frames(received))
+        frames.update(self._fault_frames(anomalies.where(col("status") != "unexpected")))
         try:
-            anomalies.count()
-            kind = F.when(col("status") == "ghost", F.concat(F.lit("ghost_"), col("ghost_kind"))).otherwise(
-                col("status")
-            )
-            frames["examples"] = top(
-                anomalies.withColumn("kind", kind),
-                ["rk", "kind"],
-                ["msg_id", "subscriber", "subscription"],
-                ["msg_id"],
-                pol.examples,
-            )
-            received = m.where(col("latency_s").isNotNull() & (col("state") != "unexpected"))
-            frames["latency"] = received.groupBy("rk").agg(
-                F.percentile_approx("latency_s", [0.5, 0.95, 0.99], PERCENTILE_ACCURACY).alias("p"),
-                F.max("latency_s").alias("max"),
-                one,
-            )
-            frames.update(self._ooo_frames(received))
-            frames.update(self._fault_frames(anomalies.where(col("status") != "unexpected")))
+            anomalies.count()  # filled before the job that reads it three times
             got = collect_many(frames)
         finally:
             anomalies.unpersist()
@@ -679,12 +679,8 @@ class _Job:
         )
         order = Window.partitionBy("bid").orderBy("seq")
         running = F.max("a").over(order.rowsBetween(Window.unboundedPreceding, -1))
-        flagged = (
-            r.join(F.broadcast(prefix), keys)
-            .select("bid", "pmax", "seq", "a")
-            .select(
-                "bid", "seq", F.coalesce(col("a") < F.greatest("pmax", running), F.lit(False)).alias("ooo")
-            )
+        flagged = r.join(F.broadcast(prefix), keys).select(
+            "bid", "seq", F.coalesce(col("a") < F.greatest("pmax", running), F.lit(False)).alias("ooo")
         )
         # the examples: the block's out-of-order positions (a list as long as that count at most)
         firsts = F.array_sort(F.collect_list(F.when(col("ooo"), col("seq"))))
