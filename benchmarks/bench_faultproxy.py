@@ -29,7 +29,7 @@ from harness import procs
 from harness.faultproxy.client import ToxiproxyClient
 from harness.faultproxy.launcher import free_port
 
-pytestmark = pytest.mark.benchmark
+pytestmark = [pytest.mark.benchmark, pytest.mark.timeout(1800)]
 
 RUNS = int(os.environ.get("BENCH_RUNS", "7"))
 MSGS = int(os.environ.get("BENCH_MSGS", "3000"))

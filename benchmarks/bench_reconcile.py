@@ -4,7 +4,7 @@
     BFH_BENCH_SIZES=1000000,10000000 pytest benchmarks/bench_reconcile.py -m benchmark -s
     BFH_BENCH_SIZES=100000000 BFH_BENCH_PANDAS=0 ...   # 100M: Spark only
 
-Each size is a synthetic run (``python -m spark_analysis.synth``: N published messages, two
+Each size is a synthetic run (``python -m spark_analysis.testing.synth``: N published messages, two
 subscriptions each, ~0.5 % anomalies of every kind, 3 faults) staged as Parquet bucketed by msg_id
 with its facts in the manifest (what a real run's logs are staged to once), then reconciled
 ``BFH_BENCH_REPEAT`` times (default 3) by each engine in a fresh process:
@@ -137,7 +137,7 @@ def _generate(run_dir: Path, messages: int) -> dict[str, Any]:
     measured runs start); returns the ground truth."""
     env = dict(os.environ, BFH_SPARK_DRIVER_MEMORY=DRIVER_MEMORY)
     out = subprocess.run(
-        [sys.executable, "-m", "spark_analysis.synth", str(run_dir), str(messages)],
+        [sys.executable, "-m", "spark_analysis.testing.synth", str(run_dir), str(messages)],
         env=env,
         cwd=REPO,
         capture_output=True,

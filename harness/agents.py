@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import configparser
 import json
+import os
 import shlex
 import sys
 import time
@@ -24,6 +25,9 @@ REFERENCE_COMMAND = (
     "{python} -m agent_under_test.reference --config {config} --workload {workload} --log {log}"
 )
 SECRET_KEYS = ("mb.password",)
+# The one protocol an agent command speaks, when registered (pytest --agent-protocol): it overrides
+# the protocol a scenario asks of agent_factory, so the workload and mb.urls match what it can do.
+COMMAND_PROTOCOLS: dict[str, str] = {}
 
 
 class AgentError(RuntimeError):
@@ -65,7 +69,10 @@ def write_agent_conf(path: Path, conf: dict[str, str]) -> None:
     cp = configparser.ConfigParser(interpolation=None)
     cp.optionxform = str  # type: ignore[assignment,method-assign]  # keys are case-sensitive
     cp["agent"] = conf
-    with path.open("w", encoding="utf-8") as f:
+    # holds mb.password: owner-only, like the brokers' configs (fchmod: an older file keeps its mode)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
         cp.write(f)
 
 
@@ -179,7 +186,8 @@ def agent_factory(
     """
 
     def make(env: Any) -> list[AgentSpec]:
-        urls = env.mb_urls("stomp" if protocol == "stomp" else "mqtt", group)
+        proto = COMMAND_PROTOCOLS.get(command or REFERENCE_COMMAND, protocol)
+        urls = env.mb_urls(proto if proto in ("stomp", "openwire") else "mqtt", group)
         if url_order:
             urls = url_order(urls)
         conf = {
@@ -190,7 +198,7 @@ def agent_factory(
             **(extra_conf or {}),
         }
         wl = workload(
-            protocol, list(subscriptions), [(topic, count, rate)] if count else [], qos=qos, durable=durable
+            proto, list(subscriptions), [(topic, count, rate)] if count else [], qos=qos, durable=durable
         )
         return [AgentSpec(name, conf, wl, command or REFERENCE_COMMAND)]
 

@@ -64,6 +64,17 @@ def broker_view(
             entry["discovery_uri"] = plan.multicast.uri(group.name)
             entry["published_port"] = advertised.listen_port
         connectors.append(entry)
+    if broker.witness_port:  # the witness's direct connector: plain openwire, no proxy, no link
+        connectors.append(
+            {
+                "name": "bfh-witness",
+                "port": broker.witness_port,
+                "uri": f"tcp://{HOST}:{broker.witness_port}",
+                "tls": False,
+                "discovery_uri": None,
+                "published_port": None,
+            }
+        )
     if ssl is None and needs_tls(plan, broker):
         ssl = load_run_tls(plan.tls_dir).ssl_view(broker.name)
     bridges = [
@@ -114,8 +125,16 @@ def render_broker(
     `console_log` logs to stdout instead of a file (`docker compose logs`).
     """
     group = plan.topology.group(broker.group)
+    extra: dict[str, str] = {}
+    if group.config:  # the deployment's own file, rewritten for the test (harness/importconf.py)
+        from harness.importconf import render_member
+
+        extra = render_member(plan, broker, paths)
+        xml = extra.pop("activemq.xml")
     view = broker_view(plan, broker, paths, ssl)
-    if group.xml_file:
+    if group.config:
+        pass
+    elif group.xml_file:
         path = Path(group.xml_file)
         env = Environment(
             loader=FileSystemLoader(str(path.parent)),
@@ -129,4 +148,4 @@ def render_broker(
     log4j = _jinja.get_template("log4j.properties.j2").render(
         log_file=None if console_log else str(log_file or broker.log_file)
     )
-    return {"activemq.xml": xml, "log4j.properties": log4j}
+    return {**extra, "activemq.xml": xml, "log4j.properties": log4j}

@@ -1,166 +1,233 @@
-"""Named scenarios usable outside pytest (`bfh validate`, `bfh run NAME`).
+"""The scenario catalog: every scenario defined once, as data (harness/catalog_entries.py), built
+and run here.
 
-Each scenario builds a Schedule over the topology's groups and bridges and an agent factory, the
-same shapes as scenarios/test_masterslave.py and scenarios/test_network.py, runs them through
-`harness.runner.execute`, and adds the checks a summary.json cannot express (bridge log spam, a
-stalled agent, failed fault steps) as extra reasons, saved to RUN_DIR/extra-checks.json so the
-report shows them.
+`pytest scenarios/` parametrizes over `SCENARIOS`; `bfh run NAME` and `bfh validate` run the same
+entries, with the same gates and bounds (saved in run.json). The verdict is `harness.verdict`'s,
+whoever runs the entry.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.agents import agent_factory, combine
+from harness.agents import AgentSpec, agent_factory, combine
+from harness.catalog_entries import SCENARIOS, VARIANTS, Scenario, static_list_network, topology_named
+from harness.plan import free_ports
 from harness.runner import AgentFactory, RunError, RunResult, execute
-from harness.schedule import Schedule, Step
+from harness.schedule import Schedule
 from harness.topology import Topology
 from spark_analysis.policy import Policy
 
-# Same policy as the conformance suite: at-least-once allows duplicates (reported, not limited).
+# At-least-once allows duplicates (a broker redelivers what was in flight across a failover):
+# reported, not limited; resending what the broker acknowledged is its own promise.
 POLICY = Policy(max_duplicates=None)
-BRIDGE_FAILURE = re.compile(
-    r"Could not (start|connect) network bridge|Network connection between .* shut ?down"
-)
-# A bridge to a master/slave pair legitimately fails a few times around a takeover; one that keeps
-# failing (seed 002's static:(master,slave) retrying the slave) shows many more.
-MAX_BRIDGE_FAILURES = 6
-NETWORK_WARMUP_S = 4.0
+#: the gate policy of runs that name none (harness.verdict.judge GATE_POLICIES; pytest --gate sets it)
+GATE = "all"
+NETWORK_WARMUP_S = 4.0  # time for a subscription's demand to reach the bridges before publishing
 
 
 class CatalogError(ValueError):
     """The scenario does not exist or does not apply to this topology."""
 
 
+__all__ = ["SCENARIOS", "VARIANTS", "Scenario", "static_list_network", "topology_named"]
+
+
+# -- building a run from an entry ----------------------------------------------------------------
 @dataclass
-class Plan:
+class ScenarioRun:
+    """A catalog entry built for one topology (not harness.plan.Plan, the ports and links)."""
+
+    scenario: Scenario
     schedule: Schedule
     agents: AgentFactory
     warmup_s: float = 0.0
-    checks: list[Callable[[RunResult], list[str]]] = field(default_factory=list)
 
-
-@dataclass
-class Outcome:
-    name: str
-    result: RunResult
-    reasons: list[str]  # extra reasons (beyond summary.json's)
-
-    @property
-    def verdict(self) -> str:
-        s = self.result.summary or {}
-        return "pass" if s.get("verdict") == "pass" and not self.reasons else "fail"
-
-
-def _protocol(topology: Topology, group: str) -> str:
-    return "mqtt" if "mqtt" in topology.group(group).connectors else "stomp"
+    def record(self) -> dict[str, Any]:
+        sc = self.scenario
+        return {"name": sc.name, "what": sc.what, "gates": sc.gates, "params": dict(sc.params)}
 
 
 def _pair_groups(topology: Topology) -> list[str]:
     return [g.name for g in topology.groups if g.size > 1]
 
 
-def bridge_failures(run_dir: Path) -> int:
-    """WARN lines of failed bridge connects across every broker log of a run."""
-    n = 0
-    for log in run_dir.glob("brokers/*/broker.log"):
-        n += sum(1 for line in log.read_text(errors="replace").splitlines() if BRIDGE_FAILURE.search(line))
-    return n
+def _protocol(sc: Scenario, topology: Topology, group: str) -> str:
+    if sc.protocol:
+        return sc.protocol
+    return "mqtt" if "mqtt" in topology.group(group).connectors else "stomp"
 
 
-def _common_checks(r: RunResult) -> list[str]:
-    out = [f"fault step failed: {e}" for e in r.nemesis_errors]
-    if r.stalled:
-        out.append("the agent stopped publishing (stalled)")
-    s = r.summary or {}
-    if s and not s.get("totals", {}).get("acknowledged"):
-        out.append("vacuous: nothing was acknowledged")
-    return out
+def _agent_user(topology: Topology) -> Any:
+    return next((u for u in topology.users if not getattr(u, "bridge", False)), None)
 
 
-def _bridge_check(r: RunResult) -> list[str]:
-    n = bridge_failures(r.run_dir)
-    if n > MAX_BRIDGE_FAILURES:
-        return [
-            f"network bridges failed to connect {n} times (limit {MAX_BRIDGE_FAILURES}): a bridge keeps "
-            "retrying a broker that cannot serve (static:(master,slave) to a pair? use masterslave:)"
-        ]
-    return []
+def _hostile_first(group: str, protocol: str, count: int, command: str | None) -> AgentFactory:
+    """mb.urls = a black hole (accepts, never answers), a dead port, the slave, then the master."""
+
+    def make(env: Any) -> list[AgentSpec]:
+        black = f"127.0.0.1:{free_ports(1)[0]}"
+        members = [b.name for b in env.plan.members(group)]
+        env.proxy.create_proxy("blackhole", black, env.plan.client_link(members[0], protocol).upstream)
+        env.proxy.black_hole("blackhole")
+        dead = f"127.0.0.1:{free_ports(1)[0]}"
+        master = env.backend.master(group)
+
+        def order(urls: list[str]) -> list[str]:
+            by = dict(zip(members, urls, strict=True))
+            slave = next(u for b, u in by.items() if b != master)
+            return [black, dead, slave, by[master]]
+
+        return agent_factory(group=group, protocol=protocol, count=count, url_order=order, command=command)(
+            env
+        )
+
+    return make
 
 
-def _single_group_plan(
-    topology: Topology, seed: int, steps: Callable[[str], list[Step]], count: int, command: str | None
-) -> Plan:
+def _agents(sc: Scenario, topology: Topology, command: str | None) -> tuple[AgentFactory, dict[str, str]]:
+    """The agent factory of an entry, and the targets its steps name."""
+    if sc.needs == "bridge":
+        if not topology.bridges:
+            raise CatalogError(
+                f"scenario {sc.name!r} needs a network bridge; topology {topology.name!r} has none"
+            )
+        b = topology.bridges[0]
+        proto = _protocol(sc, topology, b.target)
+        return combine(
+            agent_factory(name="sub-b", group=b.target, protocol=proto, count=0, command=command),
+            agent_factory(
+                name="pub-a",
+                group=b.source,
+                protocol=proto,
+                subscriptions=(),
+                count=sc.count,
+                command=command,
+            ),
+        ), {"src": b.source, "dst": b.target}
     pairs = _pair_groups(topology)
     if not pairs:
-        raise CatalogError(f"topology {topology.name!r} has no master/slave group")
+        raise CatalogError(
+            f"scenario {sc.name!r} needs a master/slave group; topology {topology.name!r} has none"
+        )
     g = pairs[0]
-    return Plan(
-        Schedule(seed=seed, steps=steps(g), settle_s=8.0),
-        agent_factory(group=g, protocol=_protocol(topology, g), count=count, command=command),
-    )
+    proto = _protocol(sc, topology, g)
+    kw: dict[str, Any] = {
+        "group": g,
+        "protocol": proto,
+        "count": sc.count,
+        "rate": sc.rate,
+        "timeout_s": sc.timeout_s,
+        "qos": sc.qos,
+        "durable": sc.durable,
+    }
+    if sc.agents == "hostile-first":
+        return _hostile_first(g, proto, sc.count, command), {"group": g}
+    if sc.needs == "users":
+        user = _agent_user(topology)
+        if user is None:
+            raise CatalogError(f"scenario {sc.name!r} needs users; topology {topology.name!r} has none")
+        password = "not-the-password" if sc.agents == "wrong-password" else user.password
+        extra = {"mb.subscribe.wait": "2"} if sc.agents == "wrong-password" else {}
+        tls = any(spec.tls for spec in topology.group(g).connectors.values())
+
+        def make(env: Any) -> list[AgentSpec]:
+            conf = {**extra, **({"mb.ssl.ca": str(env.plan.ca_file)} if tls else {})}
+            return agent_factory(
+                **kw, username=user.name, password=password, extra_conf=conf, command=command
+            )(env)
+
+        return make, {"group": g}
+    return agent_factory(**kw, command=command), {"group": g}
 
 
-def _network_plan(
-    topology: Topology, seed: int, steps: Callable[[str, str], list[Step]], command: str | None
-) -> Plan:
-    if not topology.bridges:
-        raise CatalogError(f"topology {topology.name!r} has no bridges")
-    b = topology.bridges[0]
-    src, dst = b.source, b.target
-    proto = _protocol(topology, dst)
-    agents = combine(
-        agent_factory(name="sub-b", group=dst, protocol=proto, count=0, command=command),
-        agent_factory(name="pub-a", group=src, protocol=proto, subscriptions=(), count=100, command=command),
-    )
-    return Plan(
-        Schedule(seed=seed, steps=steps(src, dst), settle_s=15.0), agents, NETWORK_WARMUP_S, [_bridge_check]
-    )
+def build(
+    name: str | Scenario, topology: Topology, seed: int | None = None, agent_cmd: str | None = None
+) -> ScenarioRun:
+    sc = name if isinstance(name, Scenario) else SCENARIOS.get(name)
+    if sc is None:
+        raise CatalogError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+    if sc.needs == "users" and not topology.users:
+        raise CatalogError(f"scenario {sc.name!r} needs users; topology {topology.name!r} has none")
+    agents, where = _agents(sc, topology, agent_cmd)
+    steps = [s.model_copy(update={"target": s.target.format(**where)}) for s in sc.steps]
+    schedule = Schedule(seed=sc.seed if seed is None else seed, steps=steps, settle_s=sc.settle_s)
+    return ScenarioRun(sc, schedule, agents, NETWORK_WARMUP_S if sc.agents == "network" else 0.0)
 
 
-Builder = Callable[[Topology, int, str | None], Plan]
+def applies(sc: Scenario, topology: Topology) -> bool:
+    try:
+        build(sc, topology)
+    except CatalogError:
+        return False
+    return True
 
-SCENARIOS: dict[str, tuple[str, Builder]] = {
-    "baseline": (
-        "no fault: traffic through the first master/slave group",
-        lambda t, seed, cmd: _single_group_plan(t, seed, lambda g: [], 60, cmd),
-    ),
-    "masterslave": (
-        "kill -9 the master of the first master/slave group mid-traffic",
-        lambda t, seed, cmd: _single_group_plan(
-            t, seed, lambda g: [Step(at=3, fault="kill", target=f"master:{g}")], 80, cmd
-        ),
-    ),
-    "stop-master": (
-        "graceful stop of the master of the first master/slave group",
-        lambda t, seed, cmd: _single_group_plan(
-            t, seed, lambda g: [Step(at=3, fault="stop", target=f"master:{g}")], 80, cmd
-        ),
-    ),
-    "pause-master": (
-        "pause (SIGSTOP) the master for 10 s: the agent keeps retrying",
-        lambda t, seed, cmd: _single_group_plan(
-            t, seed, lambda g: [Step(at=3, fault="pause", target=f"master:{g}", duration=10)], 80, cmd
-        ),
-    ),
-    "network": (
-        "publisher on a bridge's source, durable subscriber on its target; kill the target's master",
-        lambda t, seed, cmd: _network_plan(
-            t, seed, lambda src, dst: [Step(at=5, fault="kill", target=f"master:{dst}")], cmd
-        ),
-    ),
-    "bridge-partition": (
-        "black-hole every bridge for 10 s; messages wait and arrive after the heal",
-        lambda t, seed, cmd: _network_plan(
-            t, seed, lambda src, dst: [Step(at=4, fault="partition", target="bridges", duration=10)], cmd
-        ),
-    ),
-}
+
+@dataclass
+class Outcome:
+    name: str
+    result: RunResult
+
+    @property
+    def verdict(self) -> str:
+        v = self.result.verdict
+        return v.verdict if v is not None else "fail"
+
+    @property
+    def reasons(self) -> list[str]:
+        """One line per broken promise (the failure message's lines)."""
+        v = self.result.verdict
+        return [] if v is None else v.message().splitlines()[1:-1]
+
+
+def run(
+    name: str | Scenario,
+    topology: Topology,
+    *,
+    seed: int | None = None,
+    agent_cmd: str | None = None,
+    reports: Path = Path("reports"),
+    backend: str = "local",
+    show_progress: bool = True,
+    schedule: Schedule | None = None,
+    label: str | None = None,
+    gate: str | None = None,
+) -> Outcome:
+    """Run one catalog entry end to end (its own environment); judged and reported by the runner."""
+    plan = build(name, topology, seed, agent_cmd)
+    sc = plan.scenario
+    try:
+        result = execute(
+            topology,
+            plan.agents,
+            schedule or plan.schedule,
+            label=label or sc.name,
+            reports=reports,
+            backend=backend,
+            show_progress=show_progress,
+            policy=POLICY,
+            warmup_s=plan.warmup_s,
+            scenario=_gated(plan.record(), gate or GATE),
+            subscribe_wait_s=float(sc.params.get("subscribe_wait_s", 60)),
+        )
+    except OSError as e:  # e.g. the agent command's binary does not exist; everything was stopped
+        raise RunError(f"scenario {sc.name}: could not start a process: {e}") from None
+    return Outcome(sc.name, result)
+
+
+def _gated(record: dict[str, Any], gate: str) -> dict[str, Any]:
+    """The gate policy goes into run.json's scenario params, so a re-judge agrees."""
+    if gate == "all":
+        return record
+    return {**record, "params": {**record.get("params", {}), "gate": gate}}
+
+
+def with_changes(name: str, **changes: Any) -> Scenario:
+    """A catalog entry with some fields changed (a negative control's workload, say)."""
+    return replace(SCENARIOS[name], **changes)
 
 
 def names() -> list[str]:
@@ -175,54 +242,10 @@ def default_scenarios(topology: Topology) -> list[str]:
     return out or ["baseline"]
 
 
-def build(name: str, topology: Topology, seed: int = 1, agent_cmd: str | None = None) -> Plan:
-    if name not in SCENARIOS:
-        raise CatalogError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
-    return SCENARIOS[name][1](topology, seed, agent_cmd)
-
-
-def run(
-    name: str,
-    topology: Topology,
-    *,
-    seed: int = 1,
-    agent_cmd: str | None = None,
-    reports: Path = Path("reports"),
-    backend: str = "local",
-    show_progress: bool = True,
-    schedule: Schedule | None = None,
-) -> Outcome:
-    """Run one catalog scenario end to end (its own environment), judge it, render its report."""
-    from harness.reporting import render_report
-
-    plan = build(name, topology, seed, agent_cmd)
-    try:
-        result = execute(
-            topology,
-            plan.agents,
-            schedule or plan.schedule,
-            label=name,
-            reports=reports,
-            backend=backend,
-            show_progress=show_progress,
-            policy=POLICY,
-            warmup_s=plan.warmup_s,
-        )
-    except OSError as e:  # e.g. the agent command's binary does not exist; everything was stopped
-        raise RunError(f"scenario {name}: could not start a process: {e}") from None
-    reasons = _common_checks(result)
-    for check in plan.checks:
-        reasons += check(result)
-    (result.run_dir / "extra-checks.json").write_text(
-        json.dumps({"reasons": reasons}, indent=2), encoding="utf-8"
-    )
-    if result.summary is not None:
-        render_report(result.run_dir, reasons)
-    return Outcome(name, result, reasons)
-
-
 def describe() -> list[dict[str, Any]]:
-    return [{"name": n, "what": w} for n, (w, _) in SCENARIOS.items()]
+    return [
+        {"name": s.name, "what": s.what, "gates": s.gates, "tags": list(s.tags)} for s in SCENARIOS.values()
+    ]
 
 
 def one_line(e: BaseException) -> str:
@@ -242,16 +265,15 @@ def validate(
     topology: Topology,
     scenarios: list[str],
     *,
-    seed: int = 1,
+    seed: int | None = None,
     agent_cmd: str | None = None,
     reports: Path = Path("reports"),
     backend: str = "local",
     show_progress: bool = True,
+    gate: str | None = None,
 ) -> Validation:
     """Run each scenario (each brings its own environment up and down); errors that stop a
     scenario from running (not verdicts) end the validation with exit code 2."""
-    import time
-
     from rich.console import Console
 
     from harness.reporting import headline, render_index
@@ -262,7 +284,7 @@ def validate(
     rows: list[dict[str, Any]] = []
     code = 0
     for i, n in enumerate(scenarios, 1):
-        console.rule(f"[bold]{i}/{len(scenarios)} {n}[/]: {SCENARIOS[n][0]}")
+        console.rule(f"[bold]{i}/{len(scenarios)} {n}[/]: {SCENARIOS[n].what}")
         out = run(
             n,
             topology,
@@ -271,25 +293,24 @@ def validate(
             reports=reports,
             backend=backend,
             show_progress=show_progress,
+            gate=gate,
         )
         head = headline(out.result.summary or {})
-        head["verdict"] = out.verdict
         rows.append(
             {
                 "name": n,
                 **head,
-                "reasons": [
-                    r.get("what", r) if isinstance(r, dict) else r
-                    for r in (out.result.summary or {}).get("reasons", [])
-                ]
-                + out.reasons,
+                "broken": (out.result.summary or {}).get("broken", []),
+                "reasons": out.reasons,
                 "run_dir": str(out.result.run_dir),
                 "report": str(out.result.run_dir / "report.html"),
             }
         )
         colour = "green" if out.verdict == "pass" else "red"
         console.print(f"[{colour}]{n}: {out.verdict.upper()}[/] {out.result.run_dir / 'report.html'}")
-        if out.verdict != "pass":
+        for line in out.reasons:
+            console.print(f"  [red]{line.strip()}[/]")
+        if out.verdict == "fail":
             code = 1
     index = render_index(
         rows,

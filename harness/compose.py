@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from harness.backends.local import activemq_command
+from harness.backends.brokerfiles import activemq_command
 from harness.brokerconf import for_container, render_broker
 from harness.plan import Link, Plan, make_plan
 from harness.topology import Topology

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.agents import agent_factory
+from harness.console import print_summary
 from harness.env import REPORTS
-from harness.report import print_summary
 from harness.runner import console, execute
 from harness.schedule import Schedule, Step
 from harness.topology import builtin_topology

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import os
 import platform
 import secrets
 import time
@@ -19,32 +21,34 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__, procs
-from harness.backends import Backend, make_backend
+from harness.backends import Backend, SupportsFaultProxy, SupportsProxyMirror, make_backend
+from harness.faultlog import FaultLog
 from harness.faultproxy.client import ToxiproxyClient
 from harness.faultproxy.launcher import FaultProxyHandle, start_fault_proxy
-from harness.faults import FaultLog, Faults
+from harness.faults import Faults
 from harness.plan import Plan, make_plan
 from harness.topology import Topology
+from harness.witness import collect as collect_witness
+from harness.witness import observer as witness_observer
 
 REPORTS = Path("reports")
 
 
 def new_run_dir(root: Path = REPORTS, label: str = "run") -> tuple[str, Path]:
-    """A fresh run id and folder; stale processes of crashed earlier runs are reaped first."""
+    """A fresh run id and folder (`Environment.up` reaps what crashed sibling runs left)."""
     root.mkdir(parents=True, exist_ok=True)
-    reap_stale_runs(root)
     run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{label}-{secrets.token_hex(2)}"
     run_dir = (root / run_id).resolve()
     run_dir.mkdir(parents=True)
     return run_id, run_dir
 
 
-def reap_stale_runs(root: Path) -> list[int]:
-    """Kill processes recorded by runs whose harness is gone (their pid files outlived them)."""
-    killed: list[int] = []
-    for pid_dir in root.glob("*/pids"):
-        killed += procs.reap_stale(pid_dir)
-    return killed
+def _collect_witness(run_dir: Path) -> None:
+    """brokers/events.jsonl from the observer and the broker logs; never fails a teardown."""
+    try:
+        collect_witness(run_dir)
+    except Exception as e:  # bookkeeping only
+        logging.getLogger(__name__).warning("broker events not collected: %s", e)
 
 
 def _versions() -> dict[str, str]:
@@ -88,18 +92,22 @@ class Environment:
         run_id: str | None = None,
         seed: int = 0,
         backend: str = "local",
+        witness: bool | None = None,
     ) -> Iterator[Environment]:
+        """`witness`: run the broker witness's advisory observer (default: unless BFH_WITNESS=0;
+        local backend only); brokers/events.jsonl is collected at teardown either way."""
         run_dir = Path(run_dir).resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         run_id = run_id or run_dir.name
         plan = make_plan(topology, run_dir)
         be = make_backend(backend, plan, run_dir)
+        procs.reap_stale_runs(run_dir.parent)  # what crashed sibling runs left
         be.preflight()  # fail before anything starts
-        with start_fault_proxy(run_dir, seed=seed) as fp:
+        proxy = be.fault_proxy if isinstance(be, SupportsFaultProxy) else start_fault_proxy
+        with proxy(run_dir, seed=seed) as fp:
             fp.client.populate([lk.proxy_spec() for lk in plan.links])
-            attach = getattr(be, "attach_proxy", None)
-            if attach is not None:  # the local backend mirrors broker ports onto their proxies
-                attach(fp.client)
+            if isinstance(be, SupportsProxyMirror) and os.environ.get("BFH_LINK_MIRROR", "1") != "0":
+                be.attach_proxy(fp.client)  # the proxy's links mirror whether brokers listen
             env = cls(
                 run_id,
                 run_dir,
@@ -116,11 +124,20 @@ class Environment:
                 topology=topology.redacted(),
                 fault_proxy={"kind": fp.kind, "url": fp.url},
                 versions=_versions(),
-                links=[lk.proxy_spec() for lk in plan.links],
+                links=[
+                    {**lk.proxy_spec(), "kind": lk.kind, "broker": lk.broker, "connector": lk.connector}
+                    for lk in plan.links
+                ],
                 brokers={b.name: {"group": b.group, "ports": b.ports} for b in plan.brokers.values()},
             )
+            obs = None
             try:
                 be.start()
+                if (witness_observer.enabled() if witness is None else witness) and backend == "local":
+                    obs = witness_observer.start(plan, run_dir)
                 yield env
             finally:
+                if obs is not None:
+                    obs.stop()
                 be.close()
+                _collect_witness(run_dir)

@@ -12,7 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-EVENTS = frozenset({"subscribed", "connected", "disconnected", "send_attempt", "sent", "dropped", "received"})
+#: the contract's event names (docs/contracts.md); spark_analysis/ingest.py reads them from here
+PUBLISHER_EVENTS = ("send_attempt", "sent", "dropped")
+MESSAGE_EVENTS = (*PUBLISHER_EVENTS, "received")  # the events that carry a msg_id
+EVENTS = ("subscribed", "connected", "disconnected", *MESSAGE_EVENTS)
 
 
 class MessageLogWriter:

@@ -1,7 +1,8 @@
-"""The nemesis: runs a schedule's steps at their times against an environment's fault actions.
+"""The nemesis: runs a schedule's steps at their times against an environment's faults.
 
-Each step runs on its own thread (a kill waits for the takeover without delaying later steps);
-a step with a duration heals itself when it ends; `heal_everything` ends the schedule.
+Each step runs on its own thread (a kill waits for the takeover without delaying later steps) and
+starts its fault kind (harness/faultkinds.py); a step with a duration stops it (heals) when it
+ends; `heal_everything` ends the schedule.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
+from harness.faultkinds import START
 from harness.faults import Faults
 from harness.schedule import Schedule, Step
 
@@ -30,7 +31,6 @@ class Nemesis:
         self.outcomes: list[StepOutcome] = []
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
-        self._stopped_brokers: set[str] = set()
         self._lock = threading.Lock()
         self.last_step_end: float | None = None  # monotonic time the last step finished (healed)
 
@@ -94,77 +94,9 @@ class Nemesis:
                 self.last_step_end = max(self.last_step_end or 0.0, time.monotonic())
 
     def _apply(self, step: Step, targets: list[str], t0: float) -> None:
-        f, p = self.faults, step.params
-        if step.fault in ("kill", "stop"):
-            action = f.kill if step.fault == "kill" else f.stop
-            wait = step.wait_takeover and len(targets) == 1
-            threads = [
-                threading.Thread(target=action, args=(b,), kwargs={"wait_takeover": wait}) for b in targets
-            ]
-            for th in threads:
-                th.start()
-            for th in threads:
-                th.join()
-            with self._lock:
-                self._stopped_brokers.update(targets)
-            if step.duration is not None and self._sleep_until(t0 + step.ends_at):
-                for b in targets:
-                    self._start_again(b)
-            return
-        if step.fault == "restart":
-            for b in targets:
-                f.restart(b)
-            return
-        if step.fault == "pause":
-            fids = [f.pause(b) for b in targets]
-            self._sleep_until(t0 + step.ends_at) if step.duration is not None else None
-            if step.duration is not None:
-                for fid in fids:
-                    f.resume(fid)
-            return
-        if step.fault == "isolate":
-            fids = [f.isolate(b) for b in targets]
-            if step.duration is not None and self._sleep_until(t0 + step.ends_at):
-                for fid in fids:
-                    f.reconnect(fid)
-            return
-        if step.fault == "sever":
-            for t in targets:
-                f.sever(t, float(p.get("gap_s", 3.0)))
-            return
-        fid = self._link(step, targets, p)
+        handle = self.faults.start(step.fault, targets, step.fault_params())
         if step.duration is not None and self._sleep_until(t0 + step.ends_at):
-            f.heal(fid)
-
-    def _link(self, step: Step, targets: list[str], p: dict[str, Any]) -> str:
-        f = self.faults
-        match step.fault:
-            case "down":
-                return f.down(targets)
-            case "partition":
-                return f.partition(targets)
-            case "latency":
-                return f.latency(targets, int(p.get("latency_ms", 500)), int(p.get("jitter_ms", 0)))
-            case "bandwidth":
-                return f.bandwidth(targets, int(p.get("rate_kbps", 16)))
-            case "reset_peer":
-                return f.reset_peer(targets, int(p.get("timeout_ms", 0)))
-            case "slicer":
-                return f.slice(
-                    targets,
-                    int(p.get("average_size", 64)),
-                    int(p.get("size_variation", 32)),
-                    int(p.get("delay_us", 100)),
-                )
-            case "limit_data":
-                return f.limit(targets, int(p.get("bytes", 4096)))
-        raise ValueError(f"unknown fault {step.fault!r}")
-
-    def _start_again(self, broker: str) -> None:
-        if not self.faults.backend.alive(broker):
-            self.faults.start_broker(broker)
-        with self._lock:
-            self._stopped_brokers.discard(broker)
+            self.faults.stop(handle)
 
     def done(self) -> bool:
         """Every step has run (and healed itself, when it has a duration)."""
@@ -182,7 +114,7 @@ class Nemesis:
         self.faults.heal_all()
         for b in self.faults.plan.brokers:
             if not self.faults.backend.alive(b):
-                self.faults.start_broker(b)
+                self.faults.start(START, b)
         for g in self.faults.plan.topology.groups:
             self.faults.backend.wait_master(g.name, timeout=60)
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import psutil
 
+from harness import procs
 from harness.topology import Bridge, Topology, User, bridge_sources, bridge_targets
 
 HOST = "127.0.0.1"
@@ -104,6 +105,9 @@ class BrokerPlan:
     ports: dict[str, int]
     base_dir: Path
     store_dir: Path
+    # harness-only openwire connector for the broker witness (harness/witness/); never a link,
+    # never in mb.urls; None when the plan has none (fixed-port compose plans)
+    witness_port: int | None = None
 
     @property
     def conf_dir(self) -> Path:
@@ -194,10 +198,9 @@ def _me() -> dict[str, float | int]:
 def _holder_alive(path: Path) -> bool:
     try:
         rec = json.loads(path.read_text())
-        proc = psutil.Process(int(rec["pid"]))
-        return abs(proc.create_time() - float(rec["created"])) < 1.0
-    except (OSError, ValueError, KeyError, TypeError, psutil.Error):
+    except (OSError, ValueError):
         return False
+    return isinstance(rec, dict) and procs.alive(rec.get("pid"), rec.get("created", 0.0))
 
 
 def _bindable(port: int) -> bool:
@@ -331,7 +334,8 @@ def make_plan(topology: Topology, run_dir: str | Path, port_pool: Iterator[int] 
     )
     n_bridge_links += sum(topology.group(g).size for g in mcast_targets)
     n_ports = n_connector_ports + n_client_links + n_bridge_links
-    pool = port_pool if port_pool is not None else iter(free_ports(n_ports))
+    n_witness = sum(g.size for g in groups) if port_pool is None else 0
+    pool = port_pool if port_pool is not None else iter(free_ports(n_ports + n_witness))
 
     brokers: dict[str, BrokerPlan] = {}
     for g in groups:
@@ -346,6 +350,7 @@ def make_plan(topology: Topology, run_dir: str | Path, port_pool: Iterator[int] 
                 ports=ports,
                 base_dir=run_dir / "brokers" / name,
                 store_dir=run_dir / "brokers" / f"{g.name}-store" / "kahadb",
+                witness_port=next(pool) if n_witness else None,
             )
 
     links: list[Link] = []

@@ -17,9 +17,9 @@ import ctypes
 import json
 import os
 import signal
+import socket
 import subprocess
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -153,36 +153,71 @@ atexit.register(kill_all)
 _OWNER = {"owner_pid": os.getpid(), "owner_started": psutil.Process().create_time()}
 
 
-def _owner_alive(rec: dict[str, object]) -> bool:
+def owner_record() -> dict[str, object]:
+    """This harness process as an owner: pid, start time and host (for `alive`)."""
+    me = psutil.Process()
+    return {"pid": me.pid, "created": me.create_time(), "host": socket.gethostname()}
+
+
+def alive(pid: object, created: object = None, host: object = None) -> bool:
+    """Whether process `pid` lives and, when `created` is given, is the one that started then (not
+    an unrelated process that reused the pid). The one owner check of the harness: run owners,
+    pid files' owners, port reservations and the `bfh up` supervisor all ask it.
+
+    A `host` other than this one counts as alive: a run on a shared folder is not ours to judge.
+    """
+    if host not in (None, socket.gethostname()):
+        return True
     try:
-        owner = psutil.Process(int(rec["owner_pid"]))  # type: ignore[call-overload]
-        return abs(owner.create_time() - float(rec["owner_started"])) < 0.01  # type: ignore[arg-type]
-    except (KeyError, ValueError, TypeError, psutil.NoSuchProcess, psutil.AccessDenied):
+        proc = psutil.Process(int(str(pid)))
+        if created is not None and abs(proc.create_time() - float(str(created))) > 0.5:
+            return False
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.Error, ValueError, TypeError):
         return False
 
 
-def reap_stale(pid_dir: str | Path) -> list[int]:
-    """Kill processes recorded in `pid_dir` by a harness that is gone. Returns the pids killed.
+def reap_stale(pid_dir: str | Path, keep_children_of: int | None = None) -> list[int]:
+    """The one reaper: kill the process groups recorded in `pid_dir` by a harness that is gone.
+    Returns the pids killed.
 
-    Records of a live harness (this one or another running beside it) are left alone.
+    Records of a live harness (this one or another running beside it) are left alone, as are
+    children of `keep_children_of`; only a process whose command line is the recorded one is
+    signalled (a reused pid never is). Pid files of dead or foreign processes are dropped.
     """
     killed: list[int] = []
     pid_dir = Path(pid_dir)
     if not pid_dir.is_dir():
         return killed
-    for f in pid_dir.glob("*.json"):
+    for f in sorted(pid_dir.glob("*.json")):
         try:
             rec = json.loads(f.read_text())
-            if _owner_alive(rec):
+            if "owner_pid" in rec and alive(rec["owner_pid"], rec.get("owner_started")):
                 continue
             proc = psutil.Process(int(rec["pid"]))
-            # Only a process whose command line is the one we recorded is ours.
+            if keep_children_of is not None and proc.ppid() == keep_children_of:
+                continue
             if proc.cmdline() == rec["cmd"]:
-                os.killpg(proc.pid, signal.SIGKILL)
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)  # spawn makes every child a group leader
+                except ProcessLookupError:
+                    os.kill(proc.pid, signal.SIGKILL)  # recorded by hand: not a group leader
                 killed.append(proc.pid)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError, ValueError, KeyError, OSError):
+                if proc.ppid() != os.getpid():  # a child of ours is reaped by its Popen
+                    with contextlib.suppress(psutil.Error):
+                        proc.wait(5)
+        except psutil.AccessDenied:
+            continue
+        except (psutil.NoSuchProcess, ProcessLookupError, ValueError, KeyError, TypeError, OSError):
             pass
         f.unlink(missing_ok=True)
-    if killed:
-        time.sleep(0.2)
+    return killed
+
+
+def reap_stale_runs(root: str | Path) -> list[int]:
+    """`reap_stale` for every run folder under `root` (`<root>/<run>/pids/`)."""
+    killed: list[int] = []
+    if Path(root).is_dir():
+        for pid_dir in sorted(Path(root).glob("*/pids")):
+            killed += reap_stale(pid_dir)
     return killed

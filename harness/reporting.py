@@ -16,12 +16,14 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from harness.faultlog import read_windows
 from harness.msglog import iter_records
 
 TEMPLATES = Path(__file__).parent / "templates"
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 MAX_MARKERS = 1500  # per anomaly kind drawn on the timeline
 ANOMALY_COLOURS = {"lost": "#d62728", "duplicated": "#ff9f1c", "dropped": "#7f7f7f", "missed": "#a50f15"}
+BLAME_COLOURS = {"agent": "#1f77b4", "broker": "#9467bd", "fault": "#8c564b", "unknown": "#bbbbbb"}
 
 
 class ReportError(RuntimeError):
@@ -54,16 +56,11 @@ def load_run(run_dir: Path) -> RunData:
         raise ReportError(f"{run_dir}: no such run folder")
     summary = _read_json(run_dir / "analysis" / "summary.json")
     run = _read_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
-    windows: dict[str, dict[str, Any]] = {}
-    fpath = run_dir / "faults.jsonl"
-    for r in iter_records(fpath) if fpath.exists() else []:
-        fid = str(r.get("fault_id"))
-        w = windows.setdefault(fid, {"fault_id": fid, "fault": r.get("fault"), "target": r.get("target")})
-        if r.get("event") == "fault_start":
-            w["start"] = float(r["ts"])
-        elif r.get("event") == "fault_end":
-            w["end"] = float(r["ts"])
-            w["params"] = r.get("params", {})
+    windows = [
+        {"fault_id": w.fault_id, "fault": w.fault, "target": w.target, "start": w.start, "params": w.params}
+        | ({} if w.end is None else {"end": w.end})
+        for w in read_windows(run_dir / "faults.jsonl").windows
+    ]
     agents = {
         log.parent.name: list(iter_records(log))
         for log in sorted((run_dir / "agents").glob("*/messages.jsonl"))
@@ -75,7 +72,7 @@ def load_run(run_dir: Path) -> RunData:
 
         cols = ["msg_id", "publisher", "state", "first_attempt_ts", "status", "latency_s", "msg_row"]
         messages = pq.read_table(parquet, columns=cols).to_pylist()
-    return RunData(run_dir, summary, run, list(windows.values()), agents, messages)
+    return RunData(run_dir, summary, run, windows, agents, messages)
 
 
 # -- SVG helpers -------------------------------------------------------------------------------
@@ -187,6 +184,7 @@ def timeline_svg(d: RunData, width: int = 960) -> Markup:
         legend_x += 150
     # Anomaly markers at send time, just under the rate axis.
     marks: Counter[str] = Counter()
+    blamed = blame_rows(d.run_dir)
     for m in d.messages:
         kind = "dropped" if m.get("state") == "dropped" else m.get("status")
         if kind in ANOMALY_COLOURS and m.get("first_attempt_ts"):
@@ -196,9 +194,13 @@ def timeline_svg(d: RunData, width: int = 960) -> Markup:
             if marks[kind] > MAX_MARKERS:  # the legend still counts them; the page stays light
                 continue
             xx = x(float(m["first_attempt_ts"]))
+            bl = blamed.get(str(m.get("msg_id")))  # the mark's outline: whose fault (blame.parquet)
+            edge = f' stroke="{BLAME_COLOURS.get(bl["blame"], "#000")}" stroke-width="2"' if bl else ""
+            why = f" — blame {bl['blame']}: {'; '.join(bl['evidence'][:2])}" if bl else ""
             out.append(
                 f'<path class="anomaly {kind}" d="M{_f(xx)},{base + 4} l-4,8 h8 z" '
-                f'fill="{ANOMALY_COLOURS[kind]}"><title>{kind}: {escape(m.get("msg_id"))}</title></path>'
+                f'fill="{ANOMALY_COLOURS[kind]}"{edge}><title>{kind}: {escape(m.get("msg_id"))}'
+                f"{escape(why)}</title></path>"
             )
     # Connection lanes: which broker each agent role was on, and when it was disconnected.
     brokers = _broker_of(d.run)
@@ -346,12 +348,16 @@ def topology_svg(topology: dict[str, Any], width: int = 480) -> Markup:
 
 # -- the page and the markdown ---------------------------------------------------------------
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
+    from harness.configreport import config_section  # imported deployment files (config:)
+
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
         undefined=jinja2.ChainableUndefined,
         keep_trailing_newline=True,
     )
+    env.globals["config_section"] = config_section
+    return env
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
@@ -396,19 +402,10 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def extra_reasons(run_dir: Path) -> list[str]:
-    """Reasons the catalog's checks added beyond summary.json (RUN_DIR/extra-checks.json)."""
-    path = Path(run_dir) / "extra-checks.json"
-    return list(json.loads(path.read_text()).get("reasons", [])) if path.exists() else []
-
-
 def run_headline(run_dir: Path) -> dict[str, Any]:
-    """headline() of a run folder, failed by the extra checks too."""
-    head = headline(load_run(run_dir).summary)
-    extra = extra_reasons(run_dir)
-    if extra:
-        head["verdict"] = "fail"
-    return {**head, "extra_reasons": extra}
+    """headline() of a run folder, with its broken promises."""
+    s = load_run(run_dir).summary
+    return {**headline(s), "broken": s.get("broken", [])}
 
 
 def _files(run_dir: Path) -> list[tuple[str, str]]:
@@ -423,7 +420,6 @@ def _files(run_dir: Path) -> list[tuple[str, str]]:
         "fault-proxy.log",
         "analysis/summary.json",
         "analysis/report.md",
-        "extra-checks.json",
     )
     for pat in patterns:
         for p in sorted(run_dir.glob(pat)):
@@ -432,20 +428,31 @@ def _files(run_dir: Path) -> list[tuple[str, str]]:
     return out
 
 
-def render_report(run_dir: Path, extra: list[str] | None = None) -> Path:
-    """Write RUN_DIR/report.html and RUN_DIR/summary.md; return the html path."""
+def blame_rows(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """msg_id -> its first anomalous delivery's blame row (analysis/blame.parquet, harness.verdict)."""
+    path = Path(run_dir) / "analysis" / "blame.parquet"
+    if not path.exists():
+        return {}
+    import pyarrow.parquet as pq
+
+    out: dict[str, dict[str, Any]] = {}
+    for r in pq.read_table(path, columns=["msg_id", "status", "blame", "evidence"]).to_pylist():
+        out.setdefault(str(r["msg_id"]), r)
+    return out
+
+
+def render_report(run_dir: Path) -> Path:
+    """Write RUN_DIR/report.html and RUN_DIR/summary.md; return the html path. The verdict and the
+    promise table are harness.verdict's, as summary.json holds them (never decided here)."""
     d = load_run(run_dir)
     s = d.summary
-    extra = list(extra or []) or extra_reasons(d.run_dir)
-    verdict = str(s.get("verdict", "?"))
-    if extra and verdict == "pass":
-        verdict = "fail"
+    checks = sorted(s.get("checks") or [], key=lambda c: (c.get("status") != "fail", not c.get("gated")))
     ctx = {
         "s": s,
         "run": d.run,
-        "verdict": verdict,
-        "reasons": s.get("reasons", []) or [],
-        "extra_reasons": extra,
+        "verdict": str(s.get("verdict", "not judged")),
+        "checks": checks,
+        "broken": s.get("broken", []),
         "head": headline(s),
         "faults": fault_rows(s),
         "timeline": timeline_svg(d),
@@ -454,6 +461,8 @@ def render_report(run_dir: Path, extra: list[str] | None = None) -> Path:
         "files": _files(d.run_dir),
         "fmt": _fmt,
         "agents": sorted(d.agents),
+        "blamed": list(blame_rows(d.run_dir).values())[:10],
+        "blame_colours": BLAME_COLOURS,
     }
     env = _env()
     html = env.get_template("report.html.j2").render(**ctx)

@@ -20,6 +20,7 @@ from harness.env import REPORTS, Environment, new_run_dir
 from harness.nemesis import Nemesis
 from harness.schedule import Schedule
 from harness.topology import Topology
+from harness.verdict import Verdict
 
 console = Console(stderr=True)
 AgentFactory = Callable[[Environment], list[AgentSpec]]
@@ -40,6 +41,25 @@ class RunResult:
     nemesis_errors: list[str] = field(default_factory=list)
     agent_exit: dict[str, int | None] = field(default_factory=dict)
     stalled: bool = False  # the agents stopped making progress (a verdict-relevant observation)
+    verdict: Verdict | None = None  # harness.verdict's judgement of the reconciled run
+    phases_s: dict[str, float] = field(default_factory=dict)  # where the wall time went
+
+    def verdict_summary(self) -> dict[str, Any]:
+        from harness.verdict.judge import judged_summary
+
+        return judged_summary(self.run_dir)
+
+
+class _Phases:
+    """Wall time per phase of a run (session table, JUnit properties, run.json)."""
+
+    def __init__(self, out: dict[str, float]) -> None:
+        self.out, self.t = out, time.monotonic()
+
+    def mark(self, name: str) -> None:
+        now = time.monotonic()
+        self.out[name] = round(self.out.get(name, 0.0) + now - self.t, 2)
+        self.t = now
 
 
 def _total(agent: AgentProcess) -> int:
@@ -54,14 +74,19 @@ def _has_subscribed(agent: AgentProcess, want: int) -> bool:
     return _subscribed_filters(agent) >= want
 
 
-def _wait_subscribed(agents: list[AgentProcess], timeout: float) -> None:
+def _wait_subscribed(agents: list[AgentProcess], timeout: float) -> list[str]:
+    """Wait for every subscription's first `subscribed`; return the agents that did not get there
+    (an observation for the verdict, not an error: an agent stuck on a black hole is a finding)."""
+    deadline = time.monotonic() + timeout
+    late = []
     for a in agents:
         want = len(a.spec.workload.get("subscriptions", []))
-        if not a.wait_for(partial(_has_subscribed, want=want), timeout):
-            raise RunError(
-                f"agent {a.spec.name} did not subscribe within {timeout:.0f}s "
-                f"(alive={a.alive()}); its output:\n{a.stderr_tail()}"
+        if not a.wait_for(partial(_has_subscribed, want=want), max(0.0, deadline - time.monotonic())):
+            console.log(
+                f"[yellow]agent {a.spec.name} not subscribed within {timeout:.0f}s (alive={a.alive()})[/]"
             )
+            late.append(a.spec.name)
+    return late
 
 
 def _drive(
@@ -105,16 +130,57 @@ def _drive(
 def _settle(agents: list[AgentProcess], min_s: float, quiet_s: float, cap_s: float) -> None:
     """Wait at least `min_s`, then until no agent has received anything new for `quiet_s` (at most
     `cap_s`). The floor matters: a bridge or client in reconnect backoff delivers nothing for
-    several seconds after the heal, and quiet during that gap does not mean the run is over."""
+    several seconds after the heal, and quiet during that gap does not mean the run is over.
+    Unless the run is observed complete sooner: every sent message received on every subscription
+    that matches it and every connection up again, then quiet for `DONE_QUIET_S`."""
     start = time.monotonic()
     last_change = start
     while time.monotonic() < start + cap_s:
         now = time.monotonic()
         if any(r.get("event") == "received" for a in agents for r in a.poll()):
             last_change = now
-        elif now - start >= min_s and now - last_change >= quiet_s:
+        elif (now - start >= min_s and now - last_change >= quiet_s) or (
+            now - last_change >= DONE_QUIET_S and _observed_complete(agents)
+        ):
             return
         time.sleep(0.2)
+
+
+DONE_QUIET_S = 1.0
+
+
+def _observed_complete(agents: list[AgentProcess]) -> bool:
+    """Every `sent` message received by every subscription whose filter matches its topic (MQTT
+    matching; a destination it cannot judge, e.g. a queue shared by consumers, keeps this False),
+    and every subscriber role's last connection record `connected`."""
+    from spark_analysis.mqtt import match_py
+
+    sent: dict[str, str] = {}
+    for a in agents:
+        roles: dict[str, str] = {}
+        for r in a.records:
+            ev = r.get("event")
+            if ev == "sent":
+                sent[str(r.get("msg_id"))] = str(r.get("topic"))
+            elif ev in ("connected", "disconnected") and str(r.get("role")).startswith("subscriber"):
+                roles[str(r.get("role"))] = str(ev)  # a publisher leaves once its publications are done
+        if any(ev != "connected" for ev in roles.values()):
+            return False
+    for a in agents:
+        got: dict[str, set[str]] = {}
+        for r in a.records:
+            if r.get("event") == "received":
+                got.setdefault(str(r.get("subscription")), set()).add(str(r.get("msg_id")))
+        for sub in a.spec.workload.get("subscriptions", []):
+            f = str(sub["topic"])
+            have = got.get(f, set())
+            if any(mid not in have for mid, topic in sent.items() if match_py(f, topic)):
+                return False
+    return True
+
+
+# Runs that publish fewer messages reconcile on a `small` (C1-only JIT) Spark session.
+SMALL_RUN_MESSAGES = 100_000
 
 
 def execute(
@@ -130,24 +196,49 @@ def execute(
     policy: Any = None,
     stall_s: float = 45.0,
     warmup_s: float = 0.0,
+    scenario: dict[str, Any] | None = None,
+    subscribe_wait_s: float = 60.0,
 ) -> RunResult:
+    """Run, reconcile and judge. `scenario` ({name, gates, params}) goes to run.json, so a re-judge
+    from disk gates the same promises with the same bounds."""
     t_start = time.monotonic()
     run_id, run_dir = new_run_dir(reports, label)
     result = RunResult(run_id, run_dir)
+    phase = _Phases(result.phases_s)
     console.log(f"run {run_id}: folder {run_dir}")
     with Environment.up(topology, run_dir, run_id, seed=schedule.seed, backend=backend) as env:
+        phase.mark("brokers_up")
         specs = agents(env)
-        env.record(agents=[s.redacted() for s in specs], schedule=schedule.model_dump(mode="json"))
+        if reconcile:  # Spark gets ready while the run goes, so its reconcile finds it warm
+            from spark_analysis import warmup
+
+            planned = sum(int(p["count"]) for s in specs for p in s.workload.get("publications", []))
+            warming = warmup.start(small=planned < SMALL_RUN_MESSAGES)
+        env.record(
+            agents=[s.redacted() for s in specs],
+            schedule=schedule.model_dump(mode="json"),
+            scenario=scenario or {"name": label},
+        )
+        obs: dict[str, Any] = {"masters": {g.name: env.backend.master(g.name) for g in topology.groups}}
+        launched: dict[str, float] = {}
         procs: list[AgentProcess] = []
+
+        def launch(spec: AgentSpec) -> AgentProcess:
+            launched[spec.name] = time.time()
+            return launch_agent(spec, run_dir, run_id)
+
         try:
             # Subscribing agents first; agents that only publish start once every subscription
             # exists (and, across a network, once demand had `warmup_s` to reach the bridges).
             subscribers = [s for s in specs if s.workload.get("subscriptions")]
-            procs = [launch_agent(s, run_dir, run_id) for s in subscribers]
-            _wait_subscribed(procs, timeout=60)
+            procs = [launch(s) for s in subscribers]
+            obs["not_subscribed"] = (
+                _wait_subscribed(procs, timeout=subscribe_wait_s) if subscribe_wait_s else []
+            )
             if len(subscribers) < len(specs):
                 time.sleep(warmup_s)
-                procs += [launch_agent(s, run_dir, run_id) for s in specs if s not in subscribers]
+                procs += [launch(s) for s in specs if s not in subscribers]
+            phase.mark("subscribe")
             nemesis = Nemesis(env.faults, schedule)
             nemesis.start()
             budget = max(
@@ -169,8 +260,10 @@ def execute(
                 stall_s=stall_s,
             )
             result.stalled = not finished
+            phase.mark("traffic")
             nemesis.wait(timeout=longest + 120)
             nemesis.heal_everything()
+            phase.mark("faults_heal")
             result.nemesis_errors = nemesis.errors()
             # The settle floor counts from the last heal, so quiet publishing after it is not waited twice.
             healed = nemesis.last_step_end or time.monotonic()
@@ -180,36 +273,52 @@ def execute(
                 quiet_s=min(3.0, schedule.settle_s),
                 cap_s=schedule.settle_s + 30,
             )
+            phase.mark("settle")
         except AgentError as e:
             raise RunError(str(e)) from None
         finally:
+            obs["agents_exited_early"] = [a.spec.name for a in procs if not a.alive()]
+            stopped: dict[str, float] = {}
             for a in procs:
+                stopped[a.spec.name] = time.time()
                 result.agent_exit[a.spec.name] = a.stop()
+            obs.update(
+                agents_launched_ts=launched,
+                agents_stopped_ts=stopped,
+                agent_exit=result.agent_exit,
+                stalled=result.stalled,
+                nemesis_errors=result.nemesis_errors,
+            )
+            phase.mark("agents_stop")
+            env.record(observations=obs)
         result.takeovers_s = _takeovers(run_dir)
+    phase.mark("teardown")
     result.wall_s = time.monotonic() - t_start
     if reconcile:
+        from harness.verdict import judge
         from spark_analysis.reconcile import reconcile as run_reconcile
 
         t0 = time.monotonic()
-        result.summary = run_reconcile([run_dir], policy=policy)[0]
+        warming.join(timeout=300)
+        run_reconcile([run_dir], policy=policy)
         result.reconcile_s = time.monotonic() - t0
+        phase.mark("reconcile")
+        result.verdict = judge(run_dir)
+        result.summary = result.verdict_summary()
+        phase.mark("judge")
         from harness.reporting import ReportError, render_report
 
         try:  # every reconciled run gets RUN_DIR/report.html and summary.md
             render_report(run_dir)
         except (ReportError, OSError) as e:
             console.log(f"[yellow]report not rendered: {e}[/]")
+        phase.mark("report")
+    env.record(phases_s=result.phases_s)  # the file outlives the environment
     return result
 
 
 def _takeovers(run_dir: Path) -> list[float]:
-    from harness.msglog import iter_records
+    from harness.faultlog import read_windows
 
-    path = run_dir / "faults.jsonl"
-    if not path.exists():
-        return []
-    return [
-        float(r["params"]["takeover_s"])
-        for r in iter_records(path)
-        if r.get("event") == "fault_end" and "takeover_s" in r.get("params", {})
-    ]
+    windows = read_windows(run_dir / "faults.jsonl").windows
+    return [float(w.params["takeover_s"]) for w in windows if w.end is not None and "takeover_s" in w.params]

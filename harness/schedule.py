@@ -8,28 +8,29 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
-BROKER_FAULTS = ("kill", "stop", "pause", "restart", "isolate")
-LINK_FAULTS = ("down", "partition", "latency", "bandwidth", "reset_peer", "slicer", "limit_data", "sever")
-FaultName = Literal[
-    "kill",
-    "stop",
-    "pause",
-    "restart",
-    "isolate",
-    "down",
-    "partition",
-    "latency",
-    "bandwidth",
-    "reset_peer",
-    "slicer",
-    "limit_data",
-    "sever",
-]
+from harness.faultkinds import FaultParamsError, Params, kind, schedulable
+
+
+def _schedulable(name: str) -> str:
+    if name not in schedulable():
+        raise ValueError(f"unknown fault {name!r}; faults: {', '.join(schedulable())}")
+    return name
+
+
+FaultName = Annotated[str, AfterValidator(_schedulable)]  # a schedulable kind of harness.faultkinds
 
 
 class ScheduleError(ValueError):
@@ -46,9 +47,28 @@ class Step(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     wait_takeover: bool = True  # kill/stop: the window ends when the group serves again
 
+    @field_validator("params")
+    @classmethod
+    def _params_fit_the_fault(cls, params: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        fault = info.data.get("fault")
+        if fault is not None:  # an unknown fault is reported on its own
+            try:
+                kind(fault).parse(params)
+            except FaultParamsError as e:
+                raise ValueError(str(e)) from None
+        return params
+
     @property
     def ends_at(self) -> float:
         return self.at + (self.duration or 0.0)
+
+    def fault_params(self) -> Params:
+        """The step's params validated by its kind, defaults filled (kill/stop: `wait_takeover`)."""
+        k = kind(self.fault)
+        takeover = (
+            {"wait_takeover": self.wait_takeover} if "wait_takeover" in k.params_model.model_fields else {}
+        )
+        return k.parse({**self.params, **takeover})
 
 
 class Schedule(BaseModel):

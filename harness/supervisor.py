@@ -14,9 +14,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
+
+from harness import procs
 
 STATE_NAME = ".up.json"
 
@@ -30,13 +35,7 @@ def state_path(reports: Path) -> Path:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return procs.alive(pid)
 
 
 def read_state(reports: Path) -> dict[str, Any] | None:
@@ -55,31 +54,41 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     tmp.replace(path)  # readers never see half a file
 
 
-def serve(topology_ref: str, reports: Path, backend: str) -> int:
-    """The supervisor process body."""
+def serve(
+    topology_ref: str,
+    reports: Path,
+    backend: str,
+    env_up: Callable[..., AbstractContextManager[Any]] | None = None,
+    stop_event: threading.Event | None = None,
+    interval: float = 2.0,
+) -> int:
+    """The supervisor process body: hold `env_up(topology, run_dir, run_id, backend=...)` (default
+    `Environment.up`) and keep the state file current until SIGTERM/SIGINT (or `stop_event`, for
+    tests that run it in a thread with a fake environment)."""
     from harness.env import Environment, new_run_dir
     from harness.topology import load_topology
 
-    stop = False
+    env_up = env_up or Environment.up
+    stopping = stop_event or threading.Event()
+    if stop_event is None:  # the process: signals end it
 
-    def _term(signum: int, frame: Any) -> None:
-        nonlocal stop
-        stop = True
+        def _term(signum: int, frame: Any) -> None:
+            stopping.set()
 
-    signal.signal(signal.SIGTERM, _term)
-    signal.signal(signal.SIGINT, _term)
+        signal.signal(signal.SIGTERM, _term)
+        signal.signal(signal.SIGINT, _term)
     path = state_path(reports)
     topology = load_topology(topology_ref)
     run_id, run_dir = new_run_dir(reports, "up")
     base = {"pid": os.getpid(), "topology": topology.name, "run_dir": str(run_dir), "backend": backend}
     _write(path, {**base, "status": "starting"})
     try:
-        with Environment.up(topology, run_dir, run_id, backend=backend) as env:
+        with env_up(topology, run_dir, run_id, backend=backend) as env:
             urls = {
                 g.name: {c: env.plan.client_urls(c, g.name) for c in g.connectors} for g in topology.groups
             }
             proxies = [lk.name for lk in env.plan.links]
-            while not stop:
+            while not stopping.is_set():
                 masters = {g.name: env.backend.master(g.name) for g in topology.groups}
                 states = {b: env.backend.state(b) for b in env.plan.brokers}
                 _write(
@@ -95,10 +104,7 @@ def serve(topology_ref: str, reports: Path, backend: str) -> int:
                         "updated": time.time(),
                     },
                 )
-                for _ in range(10):
-                    if stop:
-                        break
-                    time.sleep(0.2)
+                stopping.wait(interval)
     except Exception as e:  # noqa: BLE001 - reported to `bfh up` through the state file
         _write(path, {**base, "status": "failed", "error": str(e).splitlines()[0] if str(e) else repr(e)})
         return 2

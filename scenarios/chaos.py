@@ -13,12 +13,12 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
+from harness.faultkinds import KINDS
 from harness.schedule import Schedule, Step
 
 TARGETS = ("master:pair", "slave:pair", "pair-1", "pair-2")
-BROKER_FAULTS = ("kill", "stop", "pause", "restart")
-LINK_FAULTS = ("down", "partition", "latency", "reset_peer", "slicer", "bandwidth")
-LINK_PARAMS = {
+FAULTS = tuple(k.name for k in KINDS.values() if k.chaos)  # registry order: draws stay reproducible
+LINK_PARAMS = {  # the values drawn steps use (schedules elsewhere get the kinds' defaults)
     "latency": {"latency_ms": 200, "jitter_ms": 100},
     "bandwidth": {"rate_kbps": 16},
     "slicer": {"average_size": 32, "size_variation": 16, "delay_us": 200},
@@ -28,13 +28,14 @@ LINK_PARAMS = {
 
 @st.composite
 def steps(draw: st.DrawFn, budget_s: float) -> Step:
-    fault = draw(st.sampled_from(BROKER_FAULTS + LINK_FAULTS))
+    fault = draw(st.sampled_from(FAULTS))
     at = draw(st.integers(min_value=1, max_value=int(budget_s) - 2))
     target = draw(st.sampled_from(TARGETS))
     duration: float | None = None
-    if fault in ("kill", "stop"):
+    kind = KINDS[fault]
+    if kind.ends_itself:  # a dead broker may stay dead until the final heal
         duration = draw(st.sampled_from([None, 3.0, 6.0]))
-    elif fault != "restart":
+    elif kind.heals_by is not None:
         duration = float(draw(st.integers(min_value=1, max_value=8)))
     return Step(
         at=float(at), fault=fault, target=target, duration=duration, params=LINK_PARAMS.get(fault, {})

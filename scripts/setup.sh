@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PKGS=(openjdk-17-jre-headless activemq libmqtt-client-java libhawtdispatch-java libactivemq-java chromium mmdebstrap)
+# openjdk-17-jdk-headless and libjackson2-databind-java build the Java OpenWire agent (docs/install.md)
+APT_PKGS=(openjdk-17-jre-headless openjdk-17-jdk-headless activemq libmqtt-client-java libhawtdispatch-java
+  libactivemq-java libjackson2-databind-java chromium mmdebstrap)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do
@@ -43,3 +45,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
   echo "$want" > "$stamp"
 fi
+
+# The Java OpenWire agent (agent_under_test/java/) -> build/java/bfh-openwire-agent.jar
+bash scripts/build_java_agent.sh
+
+# Spark's classes as a class-data-sharing archive: every later cold Spark start saves about 3 s
+# (spark_analysis/classarchive.py). Once per machine, about 25 s; a failure only costs that saving.
+.venv/bin/python -m spark_analysis.classarchive >/dev/null 2>&1 \
+  || echo "setup: Spark class archive not written (Spark starts without it)"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Flake soak: run the masterslave subset ROUNDS times in a row and stop at the first failing round.
-#   [WORKERS=3] bash scripts/soak_masterslave.sh [ROUNDS] [extra pytest args...]
+#   bash scripts/soak_masterslave.sh [ROUNDS] [extra pytest args...]
+# Each round is the gate exactly as users type it, `pytest scenarios/ -k masterslave` (the plugin
+# picks the workers: BFH_WORKERS, default 3).
 # Prints one line per round (wall time, result) and a closing "N passed, N failed" line; the
 # per-round pytest output is kept in reports/soak-masterslave/round-N.log.
 set -uo pipefail
@@ -13,7 +15,7 @@ passed=0
 failed=0
 for i in $(seq 1 "$rounds"); do
   t0=$(date +%s)
-  .venv/bin/python -m pytest scenarios/ -k masterslave -n "${WORKERS:-3}" --dist worksteal -q -p no:cacheprovider "$@" \
+  .venv/bin/pytest scenarios/ -k masterslave "$@" \
     >"$out/round-$i.log" 2>&1
   rc=$?
   dt=$(($(date +%s) - t0))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from typing import Any
 
 
@@ -55,3 +56,11 @@ def top(df: Any, keys: list[str], order: list[str], cols: list[str], n: int) -> 
         .where(F.col("_rn") <= n)
         .select(*keys, *[c for c in cols if c not in keys], "_rn")
     )
+
+
+def grouped(rows: list[dict[str, Any]], keys: list[str], value: str) -> dict[tuple[Any, ...], list[Any]]:
+    """``value`` of collected ``top`` rows, per ``keys``, in rank order."""
+    out: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
+    for r in sorted(rows, key=lambda r: r["_rn"]):
+        out[tuple(r[k] for k in keys)].append(r[value])
+    return out

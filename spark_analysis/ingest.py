@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from harness.msglog import EVENTS
 from spark_analysis.frames import collect_many, top
 
 STAGE_VERSION = 3
@@ -41,7 +42,8 @@ MALFORMED = "_malformed"
 
 MESSAGE_EVENTS = ("send_attempt", "sent", "dropped", "received")
 PUBLISHER_EVENTS = ("send_attempt", "sent", "dropped")
-KNOWN_EVENTS = ("subscribed", "connected", "disconnected", *MESSAGE_EVENTS)
+#: every event of the message-log contract (others are counted as ignored records)
+KNOWN_EVENTS = tuple(sorted(EVENTS))
 
 #: the fields of the message-log contract the job reads (others are ignored)
 RECORD_FIELDS: list[tuple[str, T.DataType]] = [

@@ -15,6 +15,11 @@ DEFECTS: dict[str, str] = {
     "no_connect_timeout": "no connect timeout (and the PCA's 60 s keepalive): stalls on a black-holed broker",
     "resend_acked": "resends messages the broker already acknowledged (duplicates)",
     "shared_connection": "all subscriptions share one connection: one broken topic breaks all",
+    "subscribed_early": "logs `subscribed` before the broker confirmed (the PCA's flag at SUBSCRIBE)",
+    "heartbeat_liveness": "notices a silent broker only on a 5 s heartbeat with a 15 s window",
+    "naive_durable_reconnect": "durable MQTT CONNECTs without a probe: a thawed master steals their links",
+    "never_resubscribes": "a subscription whose connection was lost never reconnects",
+    "combined": "QoS 0, clean sessions, timeout x1000, no connect timeout, slow liveness, early subscribed",
 }
 
 

@@ -4,10 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.backends.base import Backend, BackendError
+from harness.backends.base import (
+    Backend,
+    BackendError,
+    SupportsFaultProxy,
+    SupportsIsolate,
+    SupportsProxyMirror,
+)
 from harness.plan import Plan
 
-__all__ = ["Backend", "BackendError", "make_backend"]
+__all__ = [
+    "Backend",
+    "BackendError",
+    "SupportsFaultProxy",
+    "SupportsIsolate",
+    "SupportsProxyMirror",
+    "make_backend",
+]
 
 
 def make_backend(kind: str, plan: Plan, run_dir: str | Path) -> Backend:

@@ -1,17 +1,27 @@
-"""The backend interface: what the faults and the runner may do to brokers."""
+"""The backend interface: what the faults and the runner may do to brokers.
+
+`Backend` is what every backend does. What only some can do is a capability protocol, checked
+with isinstance (they are runtime-checkable): `SupportsIsolate` (cut a broker off its network:
+Docker), `SupportsProxyMirror` (keep the fault proxy's links refusing while their broker does
+not listen: both backends) and `SupportsFaultProxy` (runs the fault proxy itself: Docker).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from harness.plan import Plan
+
+if TYPE_CHECKING:
+    from harness.faultproxy.launcher import FaultProxyHandle
 
 
 class BackendError(RuntimeError):
     """A broker could not be started or controlled; the message says why (with its log tail)."""
 
 
+@runtime_checkable
 class Backend(Protocol):
     plan: Plan
 
@@ -23,10 +33,6 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Stop everything this backend started (idempotent)."""
-
-    def attach_proxy(self, proxy: object) -> None:
-        """Keep the fault proxy's links refusing connections while their broker does not listen
-        (a dead or slave broker refuses connections; a bare TCP proxy would accept them)."""
 
     def kill(self, broker: str) -> None: ...  # SIGKILL
     def stop(self, broker: str) -> None: ...  # graceful
@@ -48,3 +54,47 @@ class Backend(Protocol):
     def broker_log(self, broker: str) -> Path: ...
     def log_size(self, broker: str) -> int: ...  # a position in the broker log, for log_since
     def log_since(self, broker: str, offset: int = 0) -> str: ...
+
+
+@runtime_checkable
+class SupportsIsolate(Protocol):
+    """A backend that can partition a broker from its network (clients and bridges cut, its store
+    lock kept) and join it again."""
+
+    def isolate(self, broker: str) -> None: ...
+    def reconnect(self, broker: str) -> None: ...
+
+
+class LinkHold(Protocol):
+    """The part of a link mirror a fault uses: links it must leave alone while the fault holds them."""
+
+    def hold(self, links: list[str]) -> None: ...
+    def release(self, links: list[str]) -> None: ...
+
+
+@runtime_checkable
+class SupportsProxyMirror(Protocol):
+    """A backend that mirrors whether each broker listens onto the fault proxy's links (see
+    linkmirror.py). The environment calls `attach_proxy` once the proxy holds the plan's links,
+    before `start`; `mirror` is None until then (and after `close`)."""
+
+    @property
+    def mirror(self) -> LinkHold | None: ...
+
+    def attach_proxy(self, proxy: ProxyLinks) -> None: ...
+
+
+class ProxyLinks(Protocol):
+    """What the link mirror needs of the fault proxy (a ToxiproxyClient has it)."""
+
+    def proxies(self) -> dict[str, dict[str, object]]: ...
+    def enable(self, name: str) -> object: ...
+    def disable(self, name: str) -> object: ...
+
+
+@runtime_checkable
+class SupportsFaultProxy(Protocol):
+    """A backend that runs the run's fault proxy itself (e.g. as a container); the environment
+    uses it instead of starting the proxy process."""
+
+    def fault_proxy(self, run_dir: Path, seed: int | None = None) -> FaultProxyHandle: ...

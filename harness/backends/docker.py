@@ -1,136 +1,96 @@
-"""Brokers as Docker containers (Docker SDK), everything else as with the local backend.
+"""Brokers and the fault proxy as Docker containers, through testcontainers.
 
-The plan, the broker configs (brokerconf), the fault proxy and the agents stay exactly as for the
-local backend: only the JVMs move into containers of the ActiveMQ image (`bfh images build`, or
-`ACTIVEMQ_IMAGE`). Each broker container joins a per-run bridge network and publishes its
-connector ports on 127.0.0.1 at the ports the plan allocated, so the proxy's upstreams are
-unchanged. The run folder is bind-mounted at its own path (configs and logs stay where the local
-backend has them, so log-based state detection is shared); a group's KahaDB store is a named
-volume shared by its members, whose file lock decides the master across containers.
+The plan, the broker configs (brokerconf) and the agents stay exactly as for the local backend:
+the JVMs run in containers of the ActiveMQ image (`bfh images build`, or `ACTIVEMQ_IMAGE`) and the
+fault proxy in one of the fault proxy image. Images are the locally built ones: nothing is ever
+pulled (preflight fails with the build command when an image is missing).
+
+- Each broker is a testcontainers `DockerContainer` on the run's testcontainers `Network` (a
+  bridge), publishing its connector ports on 127.0.0.1 at the ports the plan allocated; its start
+  waits through a testcontainers wait strategy that runs the harness's one readiness rule
+  (`ready.BrokerReady`). The run folder is bind-mounted at its own path (configs and logs where
+  the local backend has them); a group's KahaDB store is a named volume shared by its members,
+  whose file lock decides the master across containers.
+- The fault proxy container runs on the host's network namespace, listening on 127.0.0.1 like the
+  local proxy process: published ports would go through docker-proxy, which accepts a connection
+  before it dials, so a disabled link would no longer refuse (see linkmirror.py).
+- Bridges dial `host.docker.internal` (the run network's gateway), where `GatewayRelay` hands the
+  bytes to the proxy's bridge links, so link faults apply to broker<->broker traffic.
 
 Everything created carries the label `org.bfh.run=<run id>`; `close()` and `clean_run()` remove
-the containers, networks and volumes of that run only (no reaper image can be pulled here).
+that run's containers, networks and volumes. Ryuk (testcontainers' reaper) needs its image, which
+no registry can supply here: it is disabled unless its image is present, and the label-based
+cleanup does its job (`TESTCONTAINERS_RYUK_DISABLED=true` says so explicitly).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import socket
-import threading
+import os
 import time
 from pathlib import Path
 from typing import Any
 
-from harness.backends.base import BackendError
-from harness.backends.local import LocalBackend, listening_ports
+from testcontainers.core.config import testcontainers_config
+from testcontainers.core.container import DockerContainer
+from testcontainers.core.network import Network
+from testcontainers.core.waiting_utils import WaitStrategy, WaitStrategyTarget
+
+from harness import images
+from harness.backends.base import BackendError, ProxyLinks
+from harness.backends.brokerfiles import (
+    BrokerLogs,
+    activemq_command,
+    check_writable,
+    listening_ports,
+    prepare_broker,
+    prepare_tls,
+)
+from harness.backends.gatewayrelay import GatewayRelay
+from harness.backends.groupstate import GroupState
+from harness.backends.linkmirror import LinkMirror
+from harness.backends.proxycontainer import start_proxy_container
+from harness.backends.ready import BrokerReady, BrokerView, wait_until
 from harness.brokerconf import for_container
-from harness.images import ImageError, docker_client
+from harness.faultproxy.launcher import FaultProxyHandle, start_fault_proxy
 from harness.plan import HOST, BrokerPlan, Plan
 
 RUN_LABEL = "org.bfh.run"
 ROLE_LABEL = "org.bfh.role"
 HOST_ALIAS = "host.docker.internal"
+IMAGE_HOME = Path("/usr/share/activemq")  # Debian's layout, in our image
+START_TIMEOUT = 90.0
 
 
 def _client() -> Any:
     try:
-        return docker_client(timeout=120)
-    except ImageError as e:
+        return images.docker_client(timeout=120)
+    except images.ImageError as e:
         raise BackendError(str(e)) from None
 
 
-def _netns_listening(pid: int) -> set[int] | None:
-    """Ports in LISTEN state in the network namespace of `pid` (a container's init process)."""
-    return listening_ports(netns_pid=pid)
+def use_local_images_only(client: Any) -> None:
+    """Ryuk off unless its image is here (it cannot be pulled); the label cleanup replaces it."""
+    import docker.errors
+
+    if testcontainers_config.ryuk_disabled:
+        return
+    try:
+        client.images.get(testcontainers_config.ryuk_image)
+    except docker.errors.ImageNotFound:
+        testcontainers_config.ryuk_disabled = True
 
 
-class GatewayRelay:
-    """Plain TCP relays from the run network's gateway address to the fault proxy's bridge links.
-
-    The proxy listens on 127.0.0.1, which a container cannot reach; a bridge from a broker
-    container dials `host.docker.internal` (the run network's gateway), and this relay hands the
-    bytes to the proxy link unchanged, so the link's faults still apply to broker<->broker traffic.
-    """
-
-    def __init__(self, gateway: str, ports: list[int]) -> None:
-        self.gateway = gateway
-        self.ports = ports
-        self._servers: dict[int, socket.socket] = {}
-        self._stop = threading.Event()
-        self._sync()
-        threading.Thread(target=self._watch, daemon=True).start()
-
-    def _watch(self) -> None:
-        while not self._stop.wait(0.05):
-            self._sync()
-
-    def _sync(self) -> None:
-        """Listen exactly while the proxy link listens: a bridge dialing a refusing link must be
-        refused too (an accept-then-close would look like a connected, then dropped, bridge)."""
-        from harness.backends.local import listening_ports
-
-        up = listening_ports() or set()
-        for port in self.ports:
-            srv = self._servers.get(port)
-            if port in up and srv is None:
-                srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                try:
-                    srv.bind((self.gateway, port))
-                except OSError:
-                    srv.close()
-                    continue
-                srv.listen(16)
-                srv.settimeout(0.5)
-                self._servers[port] = srv
-                threading.Thread(target=self._accept, args=(srv, port), daemon=True).start()
-            elif port not in up and srv is not None:
-                self._servers.pop(port).close()
-
-    def _accept(self, srv: socket.socket, port: int) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = srv.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            try:
-                up = socket.create_connection((HOST, port), timeout=5)
-            except OSError:
-                conn.close()  # the proxy link refuses (its broker does not listen): so do we
-                continue
-            for a, b in ((conn, up), (up, conn)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
-        src.settimeout(None)
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                with contextlib.suppress(OSError):
-                    s.shutdown(socket.SHUT_RDWR)
-                s.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        for srv in self._servers.values():
-            srv.close()
-        self._servers.clear()
-
-
-def clean_run(run_id: str) -> dict[str, int]:
-    """Remove every container, network and volume labelled with `run_id` (idempotent)."""
+def clean_run(run_id: str, keep_role: str | None = None) -> dict[str, int]:
+    """Remove every container, network and volume labelled with `run_id` (idempotent), but the
+    containers of `keep_role` (the fault proxy, which its handle stops after the brokers)."""
     client = _client()
     flt = {"label": f"{RUN_LABEL}={run_id}"}
     removed = {"containers": 0, "networks": 0, "volumes": 0}
     for c in client.containers.list(all=True, filters=flt):
+        if keep_role is not None and c.labels.get(ROLE_LABEL) == keep_role:
+            continue
         with contextlib.suppress(Exception):
             c.remove(force=True, v=True)
             removed["containers"] += 1
@@ -155,23 +115,42 @@ def leftovers(run_id: str) -> list[str]:
     return names
 
 
-class DockerBackend(LocalBackend):
-    def __init__(self, plan: Plan, run_dir: str | Path, heap_mb: int = 256, image: str | None = None) -> None:
-        super().__init__(plan, run_dir, heap_mb)
-        from harness import images
+class BrokerStarted(WaitStrategy):
+    """A testcontainers wait strategy: the harness's readiness rule for one broker container."""
 
+    def __init__(self, backend: DockerBackend, name: str, want_master: bool) -> None:
+        super().__init__()
+        self.backend = backend
+        self.name = name
+        self.ready = BrokerReady(want_master, START_TIMEOUT)
+        self.state = ""
+
+    def wait_until_ready(self, container: WaitStrategyTarget) -> None:
+        self.state = self.ready.wait(self.backend.view(self.name, container))
+
+
+class DockerBackend(GroupState):
+    def __init__(self, plan: Plan, run_dir: str | Path, heap_mb: int = 256, image: str | None = None) -> None:
+        self.plan = plan
+        self.run_dir = Path(run_dir).resolve()
+        self.heap_mb = heap_mb
         self.image = image or images.activemq_image()
-        # The run folder's name is the run id everywhere else (reports/<run-id>/).
         # the folder name plus a hash of its path: stable across processes (interrupted runs)
         digest = hashlib.sha256(str(self.run_dir).encode()).hexdigest()[:8]
         self.run_id = f"{self.run_dir.name}-{digest}".lower()
+        self.logs = BrokerLogs(plan)
         self.client: Any = None
-        self.network: Any = None
-        self._containers: dict[str, Any] = {}
-        self._pids: dict[str, int] = {}
-        self._isolated: set[str] = set()
+        self.network: Any = None  # testcontainers Network
+        self.mirror: LinkMirror | None = None
         self.gateway: str | None = None
         self._relay: GatewayRelay | None = None
+        self._containers: dict[str, Any] = {}  # testcontainers DockerContainer per running broker
+        self._pids: dict[str, int] = {}
+        self._paused: set[str] = set()
+        self._isolated: set[str] = set()
+        self._started: dict[str, float] = {}
+        self._cleaned = False
+        self.ready_log: list[tuple[str, str, float]] = []
 
     @property
     def labels(self) -> dict[str, str]:
@@ -181,32 +160,42 @@ class DockerBackend(LocalBackend):
         return f"bfh-{self.run_id}-{what}"
 
     # -- preparation -------------------------------------------------------------------------
-    def preflight(self) -> None:
+    def _require_image(self, tag: str, how: str) -> None:
         import docker.errors
 
-        self.client = self.client or _client()
         try:
-            self.client.images.get(self.image)
+            self.client.images.get(tag)
         except docker.errors.ImageNotFound:
-            raise BackendError(
-                f"image {self.image} not found: run `bfh images build` (or set ACTIVEMQ_IMAGE)"
-            ) from None
-        self._check_writable()
-        if self.network is None:
-            clean_run(self.run_id)  # leftovers of an interrupted run in this same folder
+            raise BackendError(f"image {tag} not found: {how} (nothing is pulled)") from None
 
-    def _prepare(self, b: BrokerPlan) -> None:
-        super()._prepare(b)
-        # Inside its container a broker must listen on all interfaces (published ports arrive on
-        # the container's bridge address), and bridges must reach the host's fault proxy.
-        xml = b.conf_dir / "activemq.xml"
-        xml.write_text(for_container(xml.read_text(encoding="utf-8"), HOST_ALIAS), encoding="utf-8")
+    def preflight(self) -> None:
+        self.client = self.client or _client()
+        self._require_image(self.image, "run `bfh images build` (or set ACTIVEMQ_IMAGE)")
+        use_local_images_only(self.client)
+        check_writable(self.plan, self.run_dir)
+        if not self._cleaned:
+            clean_run(self.run_id)  # leftovers of an interrupted run in this same folder
+            self._cleaned = True  # once: later our own fault proxy carries the run's label
+
+    def fault_proxy(self, run_dir: Path, seed: int | None = None) -> FaultProxyHandle:
+        """The run's fault proxy as a container of the fault proxy image (`TOXIPROXY_URL` still
+        wins: then that server is used, as with the local backend)."""
+        if os.environ.get("TOXIPROXY_URL", "").strip():
+            return start_fault_proxy(run_dir, seed)
+        self.client = self.client or _client()
+        tag = os.environ.get("TOXIPROXY_IMAGE") or images.faultproxy_recipe().tag
+        self._require_image(tag, "run `bfh images build faultproxy` (or set TOXIPROXY_IMAGE)")
+        use_local_images_only(self.client)
+        labels = {**self.labels, ROLE_LABEL: "faultproxy"}
+        return start_proxy_container(tag, self._name("faultproxy"), labels, run_dir, seed)
 
     def _ensure_network(self) -> None:
         if self.network is None:
-            self.network = self.client.networks.create(self._name("net"), driver="bridge", labels=self.labels)
-            self.network.reload()
-            self.gateway = self.network.attrs["IPAM"]["Config"][0]["Gateway"]
+            net = Network(docker_network_kw={"driver": "bridge", "labels": self.labels})
+            net.name = self._name("net")
+            self.network = net.create()
+            raw = self.client.networks.get(net.id)
+            self.gateway = raw.attrs["IPAM"]["Config"][0]["Gateway"]
             bridge_ports = [lk.listen_port for lk in self.plan.links if lk.kind == "bridge"]
             if bridge_ports:
                 self._relay = GatewayRelay(str(self.gateway), bridge_ports)
@@ -215,6 +204,23 @@ class DockerBackend(LocalBackend):
             if not self.client.volumes.list(filters={"name": name, "label": f"{RUN_LABEL}={self.run_id}"}):
                 self.client.volumes.create(name, labels=self.labels)
 
+    def _prepare(self, b: BrokerPlan) -> None:
+        prepare_broker(self.plan, b)
+        # Inside its container a broker must listen on all interfaces (published ports arrive on
+        # the container's bridge address), and bridges must reach the host's fault proxy.
+        xml = b.conf_dir / "activemq.xml"
+        xml.write_text(for_container(xml.read_text(encoding="utf-8"), HOST_ALIAS), encoding="utf-8")
+
+    def _command(self, b: BrokerPlan) -> list[str]:
+        # the image's Java and ActiveMQ, not the host's
+        return activemq_command("java", IMAGE_HOME, b.conf_dir, b.base_dir, b.data_dir, self.heap_mb)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def attach_proxy(self, proxy: ProxyLinks) -> None:
+        if self.mirror is None:
+            self.mirror = LinkMirror(self.plan, proxy, self.listening_ports)
+            self.mirror.start()
+
     def start(self) -> None:
         self.preflight()
         try:
@@ -222,54 +228,102 @@ class DockerBackend(LocalBackend):
         except Exception as e:
             self.close()
             raise BackendError(f"cannot create the run's Docker network/volumes: {e}") from None
-        self._attach_recorded_proxy()
-        super().start()
+        try:
+            prepare_tls(self.plan, self.run_dir)
+            for b in self.plan.brokers.values():
+                self._prepare(b)
+            # Member 1 of every group first, so it takes the lock and becomes master.
+            for b in sorted(self.plan.brokers.values(), key=lambda b: b.index > 1):
+                self._spawn(b, want_master=b.index == 1)
+        except BaseException:
+            self.close()  # nothing half-started
+            raise
 
-    def _command(self, b: BrokerPlan) -> list[str]:
-        cmd = super()._command(b)
-        cmd[0] = "java"  # the image's Java, not the host's
-        cmd = [c.replace(str(self.home), "/usr/share/activemq") for c in cmd]
-        return cmd
-
-    def _spawn(self, b: BrokerPlan) -> None:
-        b.log_file.touch()
-        self._log_offset[b.name] = b.log_file.stat().st_size
+    def _spawn(self, b: BrokerPlan, want_master: bool) -> str:
+        """Start `b`'s container and wait until it serves or waits for the store lock."""
+        self.logs.mark_start(b.name)
         self._paused.discard(b.name)
         self._isolated.discard(b.name)
         self._started[b.name] = time.monotonic()
         self._remove_container(b.name)
-        mounts = {
-            str(self.run_dir): {"bind": str(self.run_dir), "mode": "rw"},
-            self._name(f"{b.group}-store"): {"bind": str(b.store_dir), "mode": "rw"},
-        }
-        try:
-            c = self.client.containers.run(
-                self.image,
-                self._command(b),
-                name=self._name(b.name),
-                detach=True,
+        waited = BrokerStarted(self, b.name, want_master)
+        c = (
+            DockerContainer(self.image, name=self._name(b.name))
+            .with_command(self._command(b))
+            .with_network(self.network)
+            .with_network_aliases(b.name)
+            .with_volume_mapping(str(self.run_dir), str(self.run_dir), "rw")
+            .with_volume_mapping(self._name(f"{b.group}-store"), str(b.store_dir), "rw")
+            .with_kwargs(
                 labels={**self.labels, ROLE_LABEL: "broker", "org.bfh.broker": b.name},
-                network=self.network.name,
                 hostname=b.name,
-                ports={f"{p}/tcp": (HOST, p) for p in b.ports.values()},
-                volumes=mounts,
                 working_dir=str(b.base_dir),
                 extra_hosts={HOST_ALIAS: str(self.gateway)},
-                stdout=True,
-                stderr=True,
             )
-        except Exception as e:
-            raise BackendError(f"broker {b.name}: container did not start: {e}") from None
-        c.reload()
+            .waiting_for(waited)
+        )
+        ports: dict[str, Any] = c.ports
+        for p in b.ports.values():
+            ports[f"{p}/tcp"] = (HOST, p)  # on loopback only, at the plan's port
         self._containers[b.name] = c
-        self._pids[b.name] = int(c.attrs["State"]["Pid"])
+        try:
+            c.start()
+        except BackendError:
+            self._remove_container(b.name)
+            raise
+        except Exception as e:
+            self._remove_container(b.name)
+            raise BackendError(f"broker {b.name}: container did not start: {e}") from None
+        self.ready_log.append((b.name, waited.state, time.monotonic() - self._started[b.name]))
+        self._sync_links()
+        return waited.state
+
+    def view(self, name: str, container: Any) -> BrokerView:
+        """How the readiness rule sees broker `name` in `container` (its init pid is the JVM)."""
+        raw = container.get_wrapped_container()
+        raw.reload()
+        self._pids[name] = int(raw.attrs["State"]["Pid"] or 0)
+        return BrokerView(
+            broker=self.plan.brokers[name],
+            alive=lambda: self.alive(name),
+            log=lambda: self.logs.since_start(name),
+            serving=lambda: self._serving(name),
+            tail=lambda: self._tail(name),
+        )
 
     def _remove_container(self, name: str) -> None:
         c = self._containers.pop(name, None)
         self._pids.pop(name, None)
         if c is not None:
             with contextlib.suppress(Exception):
-                c.remove(force=True)
+                c.stop()  # removes it (force), with its anonymous volumes
+
+    def _tail(self, name: str, lines: int = 15) -> str:
+        text = self.logs.tail(name, lines)
+        c = self._containers.get(name)
+        if c is not None:
+            with contextlib.suppress(Exception):
+                out = c.get_wrapped_container().logs(tail=lines).decode(errors="replace")
+                text += "--- container output\n" + out
+        return text
+
+    def close(self) -> None:
+        if self.mirror is not None:
+            self.mirror.stop()
+            self.mirror = None
+        for name in list(self._containers):
+            self._remove_container(name)
+        self._paused.clear()
+        self._isolated.clear()
+        if self.network is not None:
+            with contextlib.suppress(Exception):
+                self.network.remove()
+            self.network = None
+        if self._relay is not None:
+            self._relay.close()
+            self._relay = None
+        with contextlib.suppress(BackendError):
+            clean_run(self.run_id, keep_role="faultproxy")  # volumes, anything an error left
 
     # -- state ----------------------------------------------------------------------------------
     def listening_ports(self) -> set[int] | None:
@@ -279,21 +333,21 @@ class DockerBackend(LocalBackend):
         for name, pid in list(self._pids.items()):
             if name in self._paused or name in self._isolated:
                 continue
-            got = _netns_listening(pid)
+            got = listening_ports(netns_pid=pid)
             if got:
                 ports |= got & set(self.plan.brokers[name].ports.values())
         return ports
 
-    def _listening_in(self, name: str, port: int) -> bool:
-        pid = self._pids.get(name)
-        if pid is None:
+    def _serving(self, broker: str) -> bool:
+        pid = self._pids.get(broker)
+        if not pid:
             return False
-        got = _netns_listening(pid)
-        return got is not None and port in got
+        got = listening_ports(netns_pid=pid)
+        return got is not None and self.plan.brokers[broker].ports["openwire"] in got
 
     def alive(self, broker: str) -> bool:
         pid = self._pids.get(broker)
-        if pid is None:
+        if not pid:
             return False
         # The container's init is the JVM: its /proc entry is gone once it died (no docker call).
         try:
@@ -302,60 +356,27 @@ class DockerBackend(LocalBackend):
             return False
         return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
-    def _serving(self, broker: str) -> bool:
-        return self._listening_in(broker, self.plan.brokers[broker].ports["openwire"])
+    def paused(self, broker: str) -> bool:
+        return broker in self._paused
 
-    def _wait_state(self, name: str, want_master: bool, timeout: float = 90.0) -> str:
-        from harness.backends import local
-
-        b = self.plan.brokers[name]
-        deadline = time.monotonic() + timeout
-        while True:
-            log = self._new_log(name)
-            if not self.alive(name):
-                raise BackendError(f"broker {name} died at start; log tail:\n" + self._tail(name))
-            fatal = local.FATAL.search(log)
-            if fatal:
-                self._remove_container(name)
-                raise BackendError(
-                    f"broker {name} failed at start ({fatal.group(0)}); log tail:\n" + self._tail(name)
-                )
-            if local.STARTED.search(log) and self._listening_in(name, b.ports["openwire"]):
-                self._ready(name, "master")
-                self._sync_links()
-                return "master"
-            if not want_master and local.SLAVE.search(log):
-                self._ready(name, "slave")
-                return "slave"
-            if time.monotonic() > deadline:
-                raise BackendError(
-                    f"broker {name} not ready after {timeout:.0f}s; log tail:\n" + self._tail(name)
-                )
-            time.sleep(0.05)
-
-    def _tail(self, name: str, lines: int = 15) -> str:
-        text = super()._tail(name, lines)
-        c = self._containers.get(name)
-        if c is not None:
-            with contextlib.suppress(Exception):
-                text += "--- container output\n" + c.logs(tail=lines).decode(errors="replace")
-        return text
-
-    def attach_proxy(self, proxy: object) -> None:
-        if self.mirror is None:
-            from harness.backends.linkmirror import LinkMirror
-
-            self.mirror = LinkMirror(self.plan, proxy, self.listening_ports)
-            self.mirror.start()
+    def pid(self, broker: str) -> int | None:
+        return self._pids.get(broker) if self.alive(broker) else None
 
     # -- faults --------------------------------------------------------------------------------
     def _container(self, name: str) -> Any:
+        """The running broker's docker SDK container."""
         if name not in self.plan.brokers:
             raise BackendError(f"unknown broker {name!r}; brokers: {', '.join(self.plan.brokers)}")
         c = self._containers.get(name)
         if c is None or not self.alive(name):
             raise BackendError(f"broker {name} is not running")
-        return c
+        return c.get_wrapped_container()
+
+    def _gone(self, broker: str) -> None:
+        wait_until(lambda: True if not self.alive(broker) else None, 30.0, f"broker {broker} gone", 0.02)
+        self._remove_container(broker)
+        self._paused.discard(broker)
+        self._sync_links()
 
     def kill(self, broker: str) -> None:
         c = self._container(broker)
@@ -363,23 +384,11 @@ class DockerBackend(LocalBackend):
             with contextlib.suppress(Exception):
                 c.unpause()  # a frozen cgroup would hold the SIGKILL until thawed
         c.kill(signal="SIGKILL")
-        self._wait_dead(broker)
-        self._remove_container(broker)
-        self._paused.discard(broker)
-        self._sync_links()
-
-    def _wait_dead(self, broker: str, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while self.alive(broker) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        self._gone(broker)
 
     def stop(self, broker: str) -> None:
-        c = self._container(broker)
-        c.stop(timeout=30)
-        self._wait_dead(broker)
-        self._remove_container(broker)
-        self._paused.discard(broker)
-        self._sync_links()
+        self._container(broker).stop(timeout=30)
+        self._gone(broker)
 
     def pause(self, broker: str) -> None:
         self._container(broker).pause()
@@ -391,12 +400,23 @@ class DockerBackend(LocalBackend):
         self._paused.discard(broker)
         self._sync_links()
 
+    def start_broker(self, broker: str) -> None:
+        """Start a stopped/killed member; returns once it serves or waits for the store lock."""
+        if self.alive(broker):
+            raise BackendError(f"broker {broker} is already running")
+        self._spawn(self.plan.brokers[broker], want_master=False)
+
+    def restart(self, broker: str) -> None:
+        if self.alive(broker):
+            self.kill(broker)
+        self.start_broker(broker)
+
     def isolate(self, broker: str) -> None:
         """Disconnect the broker from the run network: a real partition (clients and bridges)."""
         c = self._container(broker)
         if broker in self._isolated:
             return
-        self.network.disconnect(c, force=True)
+        self.client.networks.get(self.network.id).disconnect(c, force=True)
         self._isolated.add(broker)
         self._sync_links()
 
@@ -406,27 +426,6 @@ class DockerBackend(LocalBackend):
         if not self.alive(broker):  # killed while cut off: its next start joins the network afresh
             self._isolated.discard(broker)
             return
-        self.network.connect(self._container(broker))
+        self.network.connect(self._container(broker).id, [broker])
         self._isolated.discard(broker)
         self._sync_links()
-
-    def pid(self, broker: str) -> int | None:
-        return self._pids.get(broker) if self.alive(broker) else None
-
-    # -- teardown -------------------------------------------------------------------------------
-    def close(self) -> None:
-        if self.mirror is not None:
-            self.mirror.stop()
-            self.mirror = None
-        self._paused.clear()
-        self._isolated.clear()
-        self._containers.clear()
-        self._pids.clear()
-        self.network = None
-        if self._relay is not None:
-            self._relay.close()
-            self._relay = None
-        with contextlib.suppress(BackendError):
-            clean_run(self.run_id)
-        if (self.run_dir / "brokers" / "owner.json").exists():
-            self._write_owner(closed=True)

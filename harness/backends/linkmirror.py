@@ -11,7 +11,7 @@ timeout once the bridge is disposed). Real brokers refuse connections on ports n
 the mirror restores that: a link whose upstream port has no listener is disabled (the proxy stops
 listening), and enabled again once the broker listens.
 
-Only links the mirror itself disabled are ever re-enabled, so a `link_down` fault (which also
+Only links the mirror itself disabled are ever re-enabled, so a `down` fault (which also
 disables) is not undone when its broker is up; toxics (partition, latency, ...) are untouched.
 """
 
@@ -97,15 +97,26 @@ class LinkMirror:
                     self._disabled.discard(lk.name)
             self._last_ports = relevant
 
+    def sync_now(self) -> None:
+        """A forced pass right after a broker changed (kill, start, takeover); never raises: the
+        mirror's bookkeeping must not break a fault action."""
+        try:
+            self.sync(force=True)
+        except Exception as e:
+            self.errors.append(f"{type(e).__name__}: {e}")
+
     def hold(self, links: list[str]) -> None:
         """Leave `links` alone until `release` (a fault that disables links should hold them)."""
         with self._lock:
             self._held.update(links)
 
     def release(self, links: list[str]) -> None:
+        """The fault is over: the mirror owns `links` again. A released link that is disabled (a
+        heal's reset enabled it and a concurrent pass disabled it again, or the heal left it off)
+        is re-enabled as soon as its broker listens."""
         with self._lock:
             self._held.difference_update(links)
-            self._disabled.difference_update(links)
+            self._disabled.update(links)
         self.sync(force=True)
 
     def forget(self, link: str) -> None:

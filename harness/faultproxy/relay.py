@@ -1,15 +1,19 @@
-"""The TCP relay: proxies (listeners), connections, and the two links of each connection.
+"""The TCP relay: proxies (listeners), connections, and the two directions of each connection.
 
-Each accepted client gets one upstream connection and two links: `upstream` (client -> server)
-and `downstream` (server -> client). A link with no active toxic relays in `data_received`
-straight to the other socket (the fast path). Once a toxic is active, or bytes are still queued,
-chunks go through a FIFO queue and one pump task per link that passes each chunk through the
-link's toxic runs in order, so adding or removing toxics mid-stream neither loses nor reorders
-bytes. Reading from a socket pauses while its link has too much queued or the destination's
-write buffer is full (backpressure end to end).
+Each accepted client gets one upstream connection and two `Direction`s: `upstream` (client ->
+server) and `downstream` (server -> client); a `Direction` is not a `harness.plan.Link` (a proxied
+route of the plan). A direction with no active toxic relays in `data_received` straight to the
+other socket (the fast path). Once a toxic is active, or bytes are still queued, chunks go through
+a FIFO queue and one pump task per direction that passes each chunk through its toxic runs in
+order, so adding or removing toxics mid-stream neither loses nor reorders bytes. Reading from a
+socket pauses while its direction has too much queued or the destination's write buffer is full
+(backpressure end to end).
 
 End of stream is relayed as a half-close (FIN, `write_eof`); the connection is closed once both
 directions have ended or one socket is gone.
+
+Over 500 lines because the three classes share one flow-control state machine (pause/resume,
+half-close, teardown) whose steps only read correctly side by side.
 """
 
 from __future__ import annotations
@@ -61,8 +65,8 @@ class _Side(asyncio.Protocol):
         self.write_paused = False
         self.reading = True
         self.lost = False
-        self.out_link: Link  # the link reading from this side
-        self.in_link: Link  # the link writing to this side
+        self.out_link: Direction  # the link reading from this side
+        self.in_link: Direction  # the link writing to this side
         self._drain: asyncio.Future[None] | None = None
 
     # -- asyncio.Protocol
@@ -118,7 +122,7 @@ class _Side(asyncio.Protocol):
         return self.transport is not None and not self.lost and not self.transport.is_closing()
 
 
-class Link:
+class Direction:
     """One direction of a connection, with its toxic runs."""
 
     def __init__(self, conn: Connection, stream: str, src: _Side, dst: _Side, rng: random.Random) -> None:
@@ -302,12 +306,14 @@ class Connection:
         self.upstream = _Side(self, "upstream")
         base = f"{proxy.seed}/{proxy.name}/{seq}"  # same seed, proxy and connection number: same rolls
         self.base_seed = base
-        self.up = Link(self, "upstream", self.client, self.upstream, random.Random(base + "/upstream"))
-        self.down = Link(self, "downstream", self.upstream, self.client, random.Random(base + "/downstream"))
+        self.up = Direction(self, "upstream", self.client, self.upstream, random.Random(base + "/upstream"))
+        self.down = Direction(
+            self, "downstream", self.upstream, self.client, random.Random(base + "/downstream")
+        )
         self._connect_task: asyncio.Task[None] | None = None
         self.peer = ""
 
-    def link(self, stream: str) -> Link:
+    def link(self, stream: str) -> Direction:
         return self.up if stream == "upstream" else self.down
 
     def roll(self, toxic: Toxic) -> float:

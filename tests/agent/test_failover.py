@@ -1,11 +1,13 @@
 """kill -9 of the master under load: no loss, every role on the slave, quickly (both protocols).
 
-Also runs the second adapter (stomp.py host-list failover) through the same check.
+Also runs the second adapter (stomp.py host-list failover) and the Java OpenWire agent (ActiveMQ's
+failover transport, built by make setup) through the same check.
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -30,12 +32,22 @@ pytestmark = [pytest.mark.broker, pytest.mark.masterslave, pytest.mark.timeout(1
 # generous: the target is <= 1 s from the slave opening its ports (benchmark). A loaded CI machine
 # saw 3.07 s: backoff at its 1 s cap, then the new master's first handshakes on a cold JVM.
 RECOVERY_BOUND_S = 5.0
+JAVA_JAR = Path(__file__).resolve().parents[2] / "build" / "java" / "bfh-openwire-agent.jar"
+JAVA = f"java -jar {JAVA_JAR} --config {{config}} --workload {{workload}} --log {{log}}"
+needs_java_agent = pytest.mark.skipif(
+    not JAVA_JAR.exists(), reason="Java agent not built (make setup; needs openjdk-17-jdk-headless)"
+)
 
 
 @pytest.mark.parametrize(
     ("protocol", "command"),
-    [("mqtt", REFERENCE), ("stomp", REFERENCE), ("stomp", HOSTLIST)],
-    ids=["mqtt-reference", "stomp-reference", "stomp-hostlist"],
+    [
+        ("mqtt", REFERENCE),
+        ("stomp", REFERENCE),
+        ("stomp", HOSTLIST),
+        pytest.param("openwire", JAVA, marks=needs_java_agent),
+    ],
+    ids=["mqtt-reference", "stomp-reference", "stomp-hostlist", "openwire-java"],
 )
 def test_kill_master_no_loss_and_prompt_failover(
     healthy_pair: Environment, protocol: str, command: str

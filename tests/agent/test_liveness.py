@@ -93,7 +93,7 @@ def test_partitioned_link_noticed_within_liveness_bound(healthy_pair: Environmen
     wait_or_fail(ag, lambda a: len(events(a, "sent")) >= 5, 10, "publishing")
     time.sleep(1.0)
     t_cut = time.time()
-    fid = env.faults.partition(link.name)
+    fault = env.faults.start("partition", link.name)
     wait_or_fail(
         ag,
         lambda a: {r["role"] for r in lost_connections(a) if r["ts"] > t_cut} == roles(a),
@@ -105,7 +105,7 @@ def test_partitioned_link_noticed_within_liveness_bound(healthy_pair: Environmen
         assert noticed - t_cut <= LIVENESS_BOUND_S, f"{role} noticed after {noticed - t_cut:.1f}s"
     time.sleep(2.0)
     t_heal = time.time()
-    env.faults.heal(fid)
+    env.faults.stop(fault)
     wait_or_fail(
         ag,
         lambda a: all(any(r["ts"] > t_heal for r in events(a, "connected", role=role)) for role in roles(a)),

@@ -63,9 +63,9 @@ def test_first_serving_url_wins_on_every_reconnect(healthy_pair: Environment, pr
             assert tried[:2] == urls[:2], f"{role} did not try the list in order before connecting: {tried}"
 
         t1 = time.time()
-        fid = env.faults.down(master_link.name)
+        fault = env.faults.start("down", master_link.name)
         wait_or_fail(ag, _on(ag, extra, t1), 15, "every role moved to the next serving URL")
-        env.faults.heal(fid)
+        env.faults.stop(fault)
         time.sleep(1.0)
         # no role moves back by itself: a working connection is kept
         assert not [r for r in events(ag, "connected") if r["ts"] > t1 and r["broker"] == master_link.listen]

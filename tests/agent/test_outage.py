@@ -46,10 +46,10 @@ def _outage(env: Environment, protocol: str, command: str, count: int) -> tuple[
     wait_or_fail(ag, subscribed_all, 20, "subscriptions confirmed")
     wait_or_fail(ag, lambda a: len(events(a, "sent")) >= 15, 15, "publishing")
     t_down = time.time()
-    fid = env.faults.down("pair")  # every link of both members: nothing reachable
+    fault = env.faults.start("down", "pair")  # every link of both members: nothing reachable
     time.sleep(OUTAGE_S)
     t_up = time.time()  # the outage ends when the heal begins: a link may be back before heal() returns
-    env.faults.heal(fid)
+    env.faults.stop(fault)
     wait_or_fail(
         ag, lambda a: len(events(a, "sent")) + len(events(a, "dropped")) >= count, 60, "publications done"
     )

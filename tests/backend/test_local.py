@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from harness.backends import BackendError
+from harness.backends.brokerfiles import prepare_broker
 from harness.backends.local import LocalBackend
 from harness.env import Environment
 from harness.plan import free_ports, make_plan
@@ -106,7 +107,8 @@ def test_pair_lifecycle_and_master_tracking(tmp_path: Path) -> None:
         FIGURES["ready_log"] = be.ready_log
 
 
-@pytest.mark.slow
+@pytest.mark.extended
+@pytest.mark.timeout(900)
 @pytest.mark.masterslave
 def test_takeover_default_vs_tuned_lock_intervals(tmp_path: Path) -> None:
     """kill -9 of the master, to the slave serving: ActiveMQ's default lock settings vs tuned."""
@@ -393,7 +395,7 @@ def test_stale_run_is_cleaned_safely(tmp_path: Path) -> None:
     old = LocalBackend(plan, run)
     old.preflight()
     for b in plan.brokers.values():
-        old._prepare(b)
+        prepare_broker(plan, b)
     dead_owner = subprocess.Popen(["true"])
     dead_owner.wait()
     (run / "brokers" / "owner.json").write_text(

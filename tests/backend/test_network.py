@@ -18,7 +18,7 @@ from harness.topology import builtin_topology
 
 from .support import Consumer, Producer, bridge_established, env_up, wait_log
 
-pytestmark = [pytest.mark.broker, pytest.mark.network]
+pytestmark = [pytest.mark.broker, pytest.mark.network, pytest.mark.extended, pytest.mark.timeout(900)]
 FIGURES: dict[str, object] = {}
 
 
@@ -35,7 +35,6 @@ def _warm_up(producer: Producer, consumer: Consumer, timeout: float = 60.0) -> N
     pytest.fail(f"no message crossed the bridge within {timeout:.0f}s")
 
 
-@pytest.mark.slow
 def test_network_of_pairs_master_kill_and_bridge_partition(tmp_path: Path) -> None:
     topo = builtin_topology("network-of-pairs")
     with env_up(topo, tmp_path / "run") as env:
@@ -74,7 +73,7 @@ def test_network_of_pairs_master_kill_and_bridge_partition(tmp_path: Path) -> No
 
             # 2. partition every bridge between A and B for 20 s: messages wait on A, arrive after.
             links = [lk.name for lk in env.plan.bridge_links("a", "b") + env.plan.bridge_links("b", "a")]
-            fid = env.faults.partition(links)
+            fault = env.faults.start("partition", links)
             t_part = time.monotonic()
             phase2 = [f"part-{i}" for i in range(40)]
             for mid in phase2:
@@ -84,7 +83,7 @@ def test_network_of_pairs_master_kill_and_bridge_partition(tmp_path: Path) -> No
             early = set(phase2) & set(consumer.ids())
             assert not early, f"{len(early)} messages crossed a partitioned bridge: {sorted(early)[:5]}"
             t_heal = time.monotonic()
-            env.faults.heal(fid)
+            env.faults.stop(fault)
             missing = consumer.wait_for(set(phase2), timeout=120)
             assert not missing, f"{len(missing)} messages never arrived after the partition healed"
             FIGURES["delivery_after_partition_heal_s"] = round(time.monotonic() - t_heal, 2)
@@ -142,7 +141,6 @@ def _bridge_behaviour(topo_name: str, uri: str, run_dir: Path) -> dict[str, obje
     return out
 
 
-@pytest.mark.slow
 def test_seed002_static_list_misbehaves_masterslave_recovers(tmp_path: Path) -> None:
     static = _bridge_behaviour("seed002-static-list", "static-list", tmp_path / "static-list")
     ms = _bridge_behaviour("seed002-static-list", "masterslave", tmp_path / "masterslave")
@@ -245,7 +243,6 @@ def _ha_network(topo_name: str, run_dir: Path, rounds: int, seed: int) -> dict[s
             cons_b.stop()
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "topo_name",
     ["seed003-ha-network", pytest.param("seed003-ha-network-masterslave", marks=pytest.mark.soak)],
@@ -264,7 +261,6 @@ def test_seed003_ha_network_random_kills(tmp_path: Path, topo_name: str) -> None
     assert r["missing_ab"] == 0 and r["missing_ba"] == 0, f"stuck or lost messages: {r}"
 
 
-@pytest.mark.slow
 def test_seed003_explicit_uris_to_one_member_get_stuck(tmp_path: Path) -> None:
     """Seed 003's report holds for explicit URIs naming one broker: after B's designated master
     dies, A->B traffic is stuck on A (its duplex bridge knows only b-1), while B->A still flows."""

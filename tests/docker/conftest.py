@@ -1,5 +1,6 @@
-"""Docker backend tests: skipped with the reason when no Docker daemon answers or the image
-cannot be built. The ActiveMQ image is built once per session (cached by recipe hash)."""
+"""Docker backend tests: skipped with the reason when no Docker daemon answers or an image
+cannot be built. The ActiveMQ and fault proxy images are built once per session (cached by recipe
+hash): the backend runs both through testcontainers and never pulls."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ def activemq_image() -> str:
         pytest.skip(f"docker backend: {e}")
     try:
         tag, _built, _secs = images.build(images.activemq_recipe())
+        images.build(images.faultproxy_recipe())
     except images.ImageError as e:
-        pytest.skip(f"docker backend: the ActiveMQ image cannot be built: {str(e)[:500]}")
+        pytest.skip(f"docker backend: an image cannot be built: {str(e)[:500]}")
     return tag
 
 

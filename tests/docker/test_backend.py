@@ -1,5 +1,6 @@
-"""The docker backend against real ActiveMQ containers: the shared-volume store lock decides one
-master across containers, kill/isolate fail over, and nothing labelled with the run outlives it."""
+"""The docker backend against real ActiveMQ containers (testcontainers containers on the locally
+built image): the shared-volume store lock decides one master across containers, kill/isolate fail
+over, and nothing labelled with the run outlives it."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends.docker import DockerBackend, leftovers
+from harness.backends.docker import RUN_LABEL, DockerBackend, leftovers
 from harness.plan import make_plan
 from harness.topology import builtin_topology
 
-pytestmark = [pytest.mark.docker, pytest.mark.broker]
+pytestmark = [pytest.mark.docker, pytest.mark.broker, pytest.mark.extended, pytest.mark.timeout(1800)]
 
 
 def _backend(run_dir: Path, image: str) -> DockerBackend:
@@ -31,6 +32,8 @@ def test_store_lock_one_master_and_takeover_after_kill(tmp_path: Path, activemq_
         be.start()
         states = be.states()
         assert sorted(states.values()) == ["master", "slave"], states
+        ours = be.client.containers.list(filters={"label": f"{RUN_LABEL}={be.run_id}"})
+        assert len(ours) == 2 and all(c.labels.get("org.testcontainers") == "true" for c in ours)
         first = be.master("pair")
         assert first is not None and states[first] == "master"
         be.kill(first)

@@ -18,7 +18,7 @@ from harness.plan import free_ports, release_ports
 from harness.topology import builtin_topology
 from tests.backend.support import Consumer, Producer
 
-pytestmark = [pytest.mark.docker, pytest.mark.broker]
+pytestmark = [pytest.mark.docker, pytest.mark.broker, pytest.mark.extended, pytest.mark.timeout(1800)]
 
 PROJECT_LABEL = "com.docker.compose.project"
 

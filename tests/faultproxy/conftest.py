@@ -6,16 +6,15 @@ started through `harness.procs.spawn` (via the launcher) and stopped in a `final
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from harness.faultproxy.client import ToxiproxyClient
-from harness.faultproxy.launcher import FaultProxyHandle, start_fault_proxy
+from harness.faultproxy.launcher import FaultProxyHandle
 
-from .util import Sink, TcpServer, echo_handler
+from .util import Sink, TcpServer, builtin_fault_proxy, echo_handler
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -27,17 +26,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def fault_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultProxyHandle]:
-    run_dir = tmp_path_factory.mktemp("faultproxy-run")
-    env_url = os.environ.pop("TOXIPROXY_URL", None)  # these tests are about the builtin server
-    try:
-        handle = start_fault_proxy(run_dir, seed=1234)
-    finally:
-        if env_url is not None:
-            os.environ["TOXIPROXY_URL"] = env_url
-    try:
+    with builtin_fault_proxy(tmp_path_factory.mktemp("faultproxy-run"), seed=1234) as handle:
         yield handle
-    finally:
-        handle.stop()
 
 
 @pytest.fixture

@@ -9,12 +9,29 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from harness.faultproxy.client import ToxiproxyClient
+from harness.faultproxy.launcher import FaultProxyHandle, start_fault_proxy
 
 _names = itertools.count(1)
+
+
+@contextlib.contextmanager
+def builtin_fault_proxy(run_dir: Path, seed: int) -> Iterator[FaultProxyHandle]:
+    """The builtin server even when TOXIPROXY_URL names another (these tests are about it)."""
+    env_url = os.environ.pop("TOXIPROXY_URL", None)
+    try:
+        handle = start_fault_proxy(run_dir, seed=seed)
+    finally:
+        if env_url is not None:
+            os.environ["TOXIPROXY_URL"] = env_url
+    try:
+        yield handle
+    finally:
+        handle.stop()
 
 
 class TcpServer:

@@ -70,3 +70,43 @@ def test_cli_rejects_a_bad_schedule_without_starting_anything(tmp_path):
     assert out.returncode == 2
     assert "steps.0.target" in out.stderr
     assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())
+
+
+# -- the validator reads the fault registry (harness.faultkinds) --------------------------------
+def test_every_schedulable_kind_is_a_step_and_nothing_else() -> None:
+    from harness.faultkinds import KINDS
+
+    for name, k in KINDS.items():
+        if k.schedulable:
+            assert Step(at=0, fault=name, target="pair-1").fault == name
+        else:
+            with pytest.raises(ValueError, match="unknown fault"):
+                Step(at=0, fault=name, target="pair-1")
+
+
+@pytest.mark.parametrize(
+    ("step", "words"),
+    [
+        (
+            {"fault": "latency", "params": {"latency_ms": -5}},
+            "steps.0.params: Value error, latency: latency_ms",
+        ),
+        ({"fault": "slicer", "params": {"avg": 5}}, "steps.0.params: Value error, slicer: avg: Extra inputs"),
+        ({"fault": "kill", "params": {"timeout_s": 0}}, "steps.0.params: Value error, kill: timeout_s"),
+    ],
+)
+def test_step_params_are_checked_against_their_kind(tmp_path, step, words) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"steps": [{"at": 1, "target": "pair-1", **step}]}))
+    with pytest.raises(ScheduleError, match=words.replace(".", r"\.")):
+        load_schedule(path)
+
+
+def test_fault_params_fill_the_kinds_defaults() -> None:
+    assert Step(at=0, fault="latency", target="x", params={"jitter_ms": 5}).fault_params().model_dump() == {
+        "latency_ms": 500,
+        "jitter_ms": 5,
+    }
+    kill = Step(at=0, fault="kill", target="x", wait_takeover=False).fault_params()
+    assert kill.model_dump() == {"wait_takeover": False, "timeout_s": 60.0}
+    assert Step(at=0, fault="pause", target="x").fault_params().model_dump() == {}

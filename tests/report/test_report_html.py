@@ -42,6 +42,7 @@ def test_every_reconciled_run_gets_a_report(killed_run: Path) -> None:
     assert "kill pair-1" in html, "the kill window is labelled on the timeline"
     assert "brokers/pair-1/broker.log" in html, "links to the broker logs"
     assert "| lost | duplicated |" in md
+    assert 'id="promises"' in html and "at_least_once" in html, "the promise table is at the top"
 
 
 def test_report_is_self_contained(killed_run: Path) -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from spark_analysis import server
-from spark_analysis.synth import History, Msg, Sub
+from spark_analysis import shared_server as server
+from spark_analysis.testing.synth import History, Msg, Sub, tiny_history
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.extended]
 
 
 def _server_pid(owner: int) -> int:
@@ -84,3 +84,34 @@ def test_stop_ends_the_server() -> None:
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_dead_server_is_replaced_and_never_waited_out(tmp_path: Path) -> None:
+    """The server's JVM dies mid-session (OOM, a crash): its process exits, the session's next
+    reconcile starts a new server, and a client holding the dead one's address fails in seconds
+    (Connect's own retries would wait out ten minutes)."""
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    run_dir = tiny_history(tmp_path / "run")
+    reconcile_cmd = [sys.executable, "-m", "spark_analysis.reconcile", "--quiet", str(run_dir)]
+    try:
+        dead_url = server.shared_url(holder.pid)
+        pid = _server_pid(holder.pid)
+        jvm = next(p for p in psutil.Process(pid).children(recursive=True) if p.name() == "java")
+        jvm.kill()
+        assert _gone(pid, 30), "the server's process outlived its JVM"
+
+        stale = dict(os.environ, BFH_SPARK_REMOTE=dead_url)
+        stale.pop("BFH_SPARK_CONNECT_OWNER", None)
+        t0 = time.monotonic()
+        out = subprocess.run(reconcile_cmd, env=stale, capture_output=True, text=True, timeout=120)
+        assert out.returncode != 0
+        assert time.monotonic() - t0 < 60, "a client waited out the dead server's retries"
+
+        env = dict(os.environ, BFH_SPARK_CONNECT_OWNER=str(holder.pid), BFH_SPARK_REMOTE=dead_url)
+        out = subprocess.run(reconcile_cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert _server_pid(holder.pid) != pid
+    finally:
+        holder.kill()
+        holder.wait()
+        server.stop(holder.pid)

@@ -1,0 +1,492 @@
+"""Static checks of the deployment activemq.xml files a topology imports (`config:`).
+
+Each finding is `file:line: problem. Fix: ...`. Errors stop `bfh topology validate` and
+`bfh validate` before anything starts; warnings are printed and kept in the run's report.
+The rewrites themselves live in harness/importconf.py (the import at load time in
+harness/topology/imported.py); both read the files through the
+helpers here, so a check and its rewrite never disagree about what a URI means.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.topology.activemq import BROKER_CHILDREN
+from harness.topology.amqxml import AMQ_NS, BEANS_NS, PROPERTY, ConfFile, Node, ParseFailure, parse
+from harness.topology.model import Group, Topology
+
+# Catalog scenario that shows the static:(master,slave) bridge failing (see docs/ops.md).
+STATIC_LIST_SCENARIO = "network"
+KNOWN_PROPS = ("activemq.base", "activemq.data", "activemq.conf", "activemq.home")
+PLAIN = {"tcp": "openwire", "nio": "openwire", "auto": "openwire", "auto+nio": "openwire"}
+PLAIN |= {"mqtt": "mqtt", "mqtt+nio": "mqtt", "stomp": "stomp", "stomp+nio": "stomp"}
+TLS = ("ssl", "nio+ssl", "auto+ssl", "auto+nio+ssl", "mqtt+ssl", "mqtt+nio+ssl", "stomp+ssl", "stomp+nio+ssl")
+UNAVAILABLE = ("amqp", "amqp+nio", "amqp+ssl", "amqp+nio+ssl", "ws", "wss", "http", "https", "udp")
+ADDRESS = re.compile(r"(?P<scheme>[a-z][a-z0-9+]*)://(?P<host>[^:/?,()\s]+)(?::(?P<port>[^/?,()\s&]+))?")
+CONNECTOR_URI = re.compile(
+    r"^(?P<scheme>[a-z][a-z0-9+]*)://(?P<host>[^:/?]*)(?::(?P<port>[^/?]+))?(?P<rest>.*)$"
+)
+NETWORK_CONNECTORS = ("networkConnector", "multicastNetworkConnector", "ldapNetworkConnector")
+STORES = ("kahaDB", "mKahaDB")
+UNSHAREABLE = {
+    "memoryPersistenceAdapter": "keeps messages in memory only",
+    "jdbcPersistenceAdapter": "needs the production database (not available to a test run)",
+    "levelDB": "is not in ActiveMQ 5.17 (LevelDB was removed)",
+    "replicatedLevelDB": "is not in ActiveMQ 5.17 (LevelDB was removed)",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # "error" or "warning"
+    file: str
+    line: int
+    message: str
+    fix: str
+
+    def render(self) -> str:
+        tag = "warning: " if self.severity == "warning" else ""
+        return f"{self.file}:{self.line}: {tag}{self.message}. Fix: {self.fix}"
+
+
+def member_files(group: Group) -> list[Path]:
+    """The config file of each member, in member order."""
+    c = group.config
+    files = [c] * group.size if isinstance(c, str) else list(c or [])
+    return [Path(f) for f in files]
+
+
+def load_properties(conf: ConfFile) -> dict[str, str]:
+    """Properties of the files a placeholder bean loads from next to the config (`${activemq.conf}`)."""
+    props: dict[str, str] = {}
+    text = conf.data.decode("utf-8", "replace")
+    for m in re.finditer(r"\$\{activemq\.conf\}/([\w.-]+\.properties)", text):
+        f = conf.path.parent / m.group(1)
+        if f.is_file():
+            for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+                line = line.strip()
+                if line and not line.startswith(("#", "!")):
+                    k, _, v = line.partition("=") if "=" in line else line.partition(":")
+                    props[k.strip()] = v.strip()
+    return props
+
+
+def property_files(conf: ConfFile) -> list[Path]:
+    text = conf.data.decode("utf-8", "replace")
+    found = re.findall(r"\$\{activemq\.conf\}/([\w.-]+\.properties)", text)
+    return [conf.path.parent / f for f in dict.fromkeys(found) if (conf.path.parent / f).is_file()]
+
+
+def resolve(value: str, props: dict[str, str]) -> str:
+    return PROPERTY.sub(lambda m: props.get(m.group(1), m.group(0)), value)
+
+
+@dataclass
+class Connector:
+    node: Node
+    name: str
+    scheme: str
+    host: str
+    port: int | None
+    rest: str
+    protocol: str | None  # openwire/mqtt/stomp for what the harness can run and proxy
+
+
+def connectors(conf: ConfFile, props: dict[str, str]) -> list[Connector]:
+    out: list[Connector] = []
+    broker = conf.broker
+    for tc in broker.find("transportConnectors") if broker else []:
+        for n in tc.find("transportConnector"):
+            m = CONNECTOR_URI.match(resolve(n.attrs.get("uri", ""), props))
+            if not m:
+                out.append(Connector(n, n.attrs.get("name", ""), "", "", None, "", None))
+                continue
+            port = int(m["port"]) if (m["port"] or "").isdigit() else None
+            scheme = m["scheme"]
+            out.append(
+                Connector(n, n.attrs.get("name", ""), scheme, m["host"], port, m["rest"], PLAIN.get(scheme))
+            )
+    return out
+
+
+def network_connectors(conf: ConfFile) -> list[Node]:
+    broker = conf.broker
+    return [n for nc in (broker.find("networkConnectors") if broker else []) for n in nc.children]
+
+
+def lookup(hosts: dict[str, str], host: str, port: str | None) -> str | None:
+    return hosts.get(f"{host}:{port}") or hosts.get(host)
+
+
+def file_protocols(conf: ConfFile) -> set[str]:
+    return {c.protocol for c in connectors(conf, _props(conf)) if c.protocol}
+
+
+def _props(conf: ConfFile) -> dict[str, str]:
+    return {**{k: "${" + k + "}" for k in KNOWN_PROPS}, **load_properties(conf)}
+
+
+def required_protocols(group: Group, confs: list[ConfFile]) -> tuple[set[str], bool]:
+    """What the agents and the harness need from every member, and whether the topology said so."""
+    if "connectors" in group.model_fields_set:
+        return set(group.connectors), True
+    found = set().union(*(file_protocols(c) for c in confs)) if confs else set()
+    need = found | {"openwire"}
+    if not need & {"mqtt", "stomp"}:
+        need.add("mqtt")  # the topology default (mqtt, openwire): the agents speak MQTT
+    return need, False
+
+
+class _Checker:
+    def __init__(self, topology: Topology) -> None:
+        self.t = topology
+        self.out: list[Finding] = []
+        self.members = {m: g for g in topology.groups for m in g.member_names()}
+
+    def add(self, sev: str, conf: ConfFile | Path, line: int, msg: str, fix: str) -> None:
+        path = conf.path if isinstance(conf, ConfFile) else conf
+        f = Finding(sev, str(path), line, msg, fix)
+        if f not in self.out:
+            self.out.append(f)
+
+    def group(self, g: Group) -> None:
+        files = member_files(g)
+        confs: dict[Path, ConfFile] = {}
+        for f in dict.fromkeys(files):
+            try:
+                confs[f] = parse(f)
+            except ParseFailure as e:
+                self.add(
+                    "error", f, e.line, str(e), "close every element and escape & and < as &amp; and &lt;"
+                )
+            except OSError as e:
+                self.add("error", f, 1, f"cannot read the file ({e.strerror})", "check the path in `config:`")
+        if len(confs) != len(set(files)):
+            return
+        for conf in confs.values():
+            if conf.broker is None:
+                self.add(
+                    "error",
+                    conf,
+                    conf.root.line,
+                    f"no <broker> element of {AMQ_NS}",
+                    "give the deployment's activemq.xml (a <beans> file with a <broker> inside)",
+                )
+                return
+            self.file(g, conf)
+        member_confs = [confs[f] for f in files]
+        self.protocols(g, member_confs)
+        if g.size > 1:
+            self.store(g, member_confs)
+
+    def file(self, g: Group, conf: ConfFile) -> None:
+        broker = conf.broker
+        assert broker is not None
+        props = _props(conf)
+        self.elements(conf, broker)
+        self.properties(conf, props)
+        for imp in conf.root.iter("import"):
+            if imp.ns == BEANS_NS:
+                self.add(
+                    "warning",
+                    conf,
+                    imp.line,
+                    f"<import resource={imp.attrs.get('resource', '')!r}> (e.g. the Jetty web console) "
+                    "is not part of a test run; the harness leaves it out of the test copy",
+                    "nothing to do for the test; production keeps it",
+                )
+        self.transport(conf, props)
+        self.network(g, conf)
+
+    def elements(self, conf: ConfFile, broker: Node) -> None:
+        allowed = {
+            "transportConnectors": ("transportConnector",),
+            "networkConnectors": NETWORK_CONNECTORS,
+            "persistenceAdapter": STORES + tuple(UNSHAREABLE),
+        }
+        for child in broker.children:
+            if not child.amq:
+                continue
+            if child.tag not in BROKER_CHILDREN:
+                self._unknown(conf, child, BROKER_CHILDREN, "<broker>")
+            for grand in child.children if child.tag in allowed else []:
+                if grand.amq and grand.tag not in allowed[child.tag]:
+                    self._unknown(conf, grand, allowed[child.tag], f"<{child.tag}>")
+
+    def _unknown(self, conf: ConfFile, n: Node, known: tuple[str, ...], where: str) -> None:
+        close = difflib.get_close_matches(n.tag, known, n=1)
+        self.add(
+            "error",
+            conf,
+            n.line,
+            f"<{n.tag}> is not an element {where} accepts (ActiveMQ 5.17 would not start)",
+            (f"did you mean <{close[0]}>? " if close else "") + f"use one of {', '.join(known[:8])}",
+        )
+
+    def properties(self, conf: ConfFile, props: dict[str, str]) -> None:
+        text = conf.data
+        comments = conf.comments()
+        for m in PROPERTY.finditer(text.decode("utf-8", "replace")):
+            pos = len(text.decode("utf-8", "replace")[: m.start()].encode())
+            if any(a <= pos < b for a, b in comments) or m.group(1) in props:
+                continue
+            line = text.count(b"\n", 0, pos) + 1
+            self.add(
+                "error",
+                conf,
+                line,
+                f"property ${{{m.group(1)}}} is not defined",
+                f"define {m.group(1)} in a .properties file next to the config, loaded by the placeholder "
+                "bean as file:${activemq.conf}/NAME.properties, or write the value",
+            )
+
+    def transport(self, conf: ConfFile, props: dict[str, str]) -> None:
+        ports: dict[int, Connector] = {}
+        names: dict[str, Connector] = {}
+        for c in connectors(conf, props):
+            n = c.node
+            if not c.scheme:
+                self.add(
+                    "error",
+                    conf,
+                    n.line,
+                    f"transportConnector uri {n.attrs.get('uri')!r} is not a URI",
+                    "write scheme://host:port, e.g. tcp://0.0.0.0:61616",
+                )
+                continue
+            if c.scheme in TLS:
+                self.add(
+                    "error",
+                    conf,
+                    n.line,
+                    f"TLS connector {c.scheme}:// of an imported config is not supported yet",
+                    "use xml_file (a template with the run's throwaway keystores) for TLS, "
+                    "or test a copy with tcp://",
+                )
+            elif c.scheme in UNAVAILABLE:
+                self.add(
+                    "warning",
+                    conf,
+                    n.line,
+                    f"{c.scheme}:// connector {c.name!r}: this ActiveMQ build has no {c.scheme} transport; "
+                    "the harness leaves it out of the test copy",
+                    "nothing to do for the test; only openwire, mqtt and stomp are exercised",
+                )
+            elif c.protocol is None and c.scheme != "vm":
+                self.add(
+                    "error",
+                    conf,
+                    n.line,
+                    f"unknown transport scheme {c.scheme}://",
+                    "use tcp, nio, auto, mqtt, mqtt+nio, stomp or stomp+nio",
+                )
+            if "discoveryUri" in n.attrs:
+                self.add(
+                    "warning",
+                    conf,
+                    n.line,
+                    "discoveryUri (multicast advertisement) would cross-talk "
+                    "between test runs; the harness removes it from the test copy",
+                    "use static/masterslave networkConnectors to test bridges",
+                )
+            if c.port is not None and c.port in ports:
+                other = ports[c.port]
+                self.add(
+                    "error",
+                    conf,
+                    n.line,
+                    f"port {c.port} is already used by connector {other.name!r} (line {other.node.line}); "
+                    "the broker would fail with 'Address already in use'",
+                    "give every transportConnector its own port",
+                )
+            elif c.port is not None:
+                ports[c.port] = c
+            if c.name and c.name in names:
+                self.add(
+                    "error",
+                    conf,
+                    n.line,
+                    f"connector name {c.name!r} is already used on line {names[c.name].node.line}",
+                    "give every transportConnector a unique name",
+                )
+            names.setdefault(c.name, c)
+
+    def network(self, g: Group, conf: ConfFile) -> None:
+        hosts = self.t.hosts
+        for n in network_connectors(conf):
+            if not n.amq or n.tag not in NETWORK_CONNECTORS:
+                continue
+            uri = n.attrs.get("uri", "")
+            label = n.attrs.get("name") or uri
+            if n.tag != "networkConnector" or uri.startswith("multicast:"):
+                self.add(
+                    "error",
+                    conf,
+                    n.line,
+                    f"networkConnector {label!r} uses discovery ({uri or n.tag}), "
+                    "which cannot be routed through the fault proxy of an imported config",
+                    "name the brokers with static:/masterslave: URIs and map them in `hosts:`",
+                )
+                continue
+            targets: dict[str, list[str]] = {}
+            for m in ADDRESS.finditer(uri):
+                member = lookup(hosts, m["host"], m["port"])
+                addr = f"{m['host']}:{m['port']}" if m["port"] else m["host"]
+                if member is None:
+                    self.add(
+                        "error",
+                        conf,
+                        n.line,
+                        f"networkConnector {label!r} names {addr}, which is not in the topology's hosts:",
+                        f"add `{addr}: <member>` under hosts: (members: {', '.join(self.members)})",
+                    )
+                    continue
+                tg = self.members[member]
+                if tg.name == g.name:
+                    self.add(
+                        "error",
+                        conf,
+                        n.line,
+                        f"networkConnector {label!r} names {addr} = {member}, a member of its own group",
+                        "map the address to a member of another group",
+                    )
+                targets.setdefault(tg.name, []).append(member)
+            if uri.startswith("static:") and "failover:" not in uri:
+                for tg_name, ms in targets.items():
+                    if len(ms) > 1 and self.t.group(tg_name).size > 1:
+                        self.add(
+                            "warning",
+                            conf,
+                            n.line,
+                            f"networkConnector {label!r}: static:({', '.join(ms)}) lists the members of "
+                            f"{self.t.group(tg_name).kind} {tg_name!r}; a static list opens one bridge "
+                            "per URI "
+                            "and retries the slave for ever (seed 002's anti-pattern; the catalog's "
+                            f"`{STATIC_LIST_SCENARIO}` scenario shows it: bfh validate --scenarios "
+                            f"{STATIC_LIST_SCENARIO})",
+                            "use masterslave:(tcp://master:port,tcp://slave:port), or static:(failover:(...)"
+                            "?randomize=false&maxReconnectAttempts=0)",
+                        )
+
+    def protocols(self, g: Group, confs: list[ConfFile]) -> None:
+        need, explicit = required_protocols(g, confs)
+        for conf in dict.fromkeys(confs):
+            broker = conf.broker
+            assert broker is not None
+            tcs = broker.find("transportConnectors")
+            line = tcs[0].line if tcs else broker.line
+            for p in sorted(need - file_protocols(conf)):
+                if explicit:
+                    self.add(
+                        "warning",
+                        conf,
+                        line,
+                        f"the file has no {p} transportConnector; the harness adds one to the test copy "
+                        f"because group {g.name!r} lists {p} in connectors (production would not serve {p})",
+                        f"add a {p} transportConnector to the deployment's file if its clients use {p}",
+                    )
+                else:
+                    scheme = {"openwire": "tcp", "mqtt": "mqtt", "stomp": "stomp"}[p]
+                    port = {"openwire": 61616, "mqtt": 1883, "stomp": 61613}[p]
+                    why = (
+                        "the harness needs openwire (bridges, readiness)"
+                        if p == "openwire"
+                        else f"the agents use {p.upper()} (group {g.name!r} lists no `connectors`, so the "
+                        "default mqtt + openwire applies)"
+                    )
+                    self.add(
+                        "error",
+                        conf,
+                        line,
+                        f"{why}, but the file has no {p} transportConnector",
+                        f'add <transportConnector name="{p}" uri="{scheme}://0.0.0.0:{port}"/> '
+                        f"to the file, or list `connectors: [{', '.join(sorted(need))}]` on group "
+                        f"{g.name!r} to have the harness "
+                        "add it to the test copy (with a warning)",
+                    )
+
+    def store(self, g: Group, confs: list[ConfFile]) -> None:
+        dirs: dict[str, ConfFile] = {}
+        for conf in dict.fromkeys(confs):
+            broker = conf.broker
+            assert broker is not None
+            if broker.attrs.get("persistent", "true").strip().lower() == "false":
+                self.add(
+                    "error",
+                    conf,
+                    broker.line,
+                    f'persistent="false": the members of {g.kind} {g.name!r} '
+                    "cannot share a store (a new master starts empty)",
+                    'remove persistent="false" and configure a kahaDB on shared storage',
+                )
+                continue
+            adapters = [c for pa in broker.find("persistenceAdapter") for c in pa.children if c.amq]
+            if not adapters:
+                self.add(
+                    "warning",
+                    conf,
+                    broker.line,
+                    f"no persistenceAdapter: each member of {g.kind} {g.name!r} "
+                    "would keep the default KahaDB under its own dataDirectory, so they never share a store "
+                    "(two masters); the harness adds one on the group's shared store",
+                    '<persistenceAdapter><kahaDB directory="/shared/mount/kahadb"/></persistenceAdapter>',
+                )
+                continue
+            for a in adapters:
+                if a.tag in UNSHAREABLE:
+                    self.add(
+                        "error",
+                        conf,
+                        a.line,
+                        f"<{a.tag}> {UNSHAREABLE[a.tag]}: the members of {g.kind} {g.name!r} cannot share it",
+                        "use a kahaDB on storage every member mounts",
+                    )
+                elif a.tag in STORES:
+                    d = a.attrs.get("directory", "")
+                    if (
+                        not d
+                        or d.startswith(("${activemq.base}", "${activemq.data}"))
+                        or not d.startswith(("/", "${"))
+                    ):
+                        self.add(
+                            "warning",
+                            conf,
+                            a.line,
+                            f"<{a.tag} directory={d or '(default)'!r}> is inside each member's own "
+                            f"folder: in production the members of {g.kind} {g.name!r} would not share a "
+                            "store (each would "
+                            "be a master of its own); the harness points it at the group's shared store",
+                            "point directory at storage every member mounts, e.g. /mnt/shared/kahadb",
+                        )
+                    else:
+                        dirs.setdefault(d, conf)
+        if len(dirs) > 1:
+            (d1, c1), (d2, c2) = list(dirs.items())[:2]
+            self.add(
+                "warning",
+                c2,
+                1,
+                f"the members of {g.kind} {g.name!r} name different stores ({d1} in "
+                f"{c1.path.name}, {d2} here): they would not share one; the harness points both at one",
+                "give every member of the group the same shared kahaDB directory",
+            )
+
+
+def check(topology: Topology) -> list[Finding]:
+    """Every finding for the imported configs of `topology` (empty when it imports none)."""
+    c = _Checker(topology)
+    for g in topology.groups:
+        if g.config:
+            c.group(g)
+    return c.out
+
+
+def errors(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity == "error"]
+
+
+def warnings(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity == "warning"]

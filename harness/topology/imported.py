@@ -1,0 +1,96 @@
+"""Importing a deployment's own activemq.xml files (`config:` in a topology) at load time: the
+static checks (harness.topology.confcheck) must pass, then each config group's connectors and the
+bridges its networkConnectors make are taken from its files. Rewriting a file for one member of a
+run is harness.importconf's."""
+
+from __future__ import annotations
+
+from harness.topology.amqxml import parse
+from harness.topology.confcheck import (
+    ADDRESS,
+    Finding,
+    check,
+    errors,
+    file_protocols,
+    lookup,
+    member_files,
+    network_connectors,
+    required_protocols,
+)
+from harness.topology.model import Bridge, ConnectorSpec, Group, Problem, Topology, TopologyError
+
+PROTOCOL_ORDER = ("mqtt", "stomp", "openwire")
+
+
+def import_configs(topology: Topology, source: str) -> Topology:
+    """Check the imported files (TopologyError listing every error) and return the topology with
+    each config group's connectors and bridges taken from its files."""
+    findings = check(topology)
+    for i, b in enumerate(topology.bridges):
+        if topology.group(b.source).config:
+            findings.append(_bridge_conflict(source, i, b))
+    errs = errors(findings)
+    if errs:
+        n = len(errs)
+        head = f"{source}: invalid broker configuration ({n} problem{'s' if n != 1 else ''})"
+        raise TopologyError(
+            "\n".join([head] + ["  " + f.render() for f in errs]),
+            [Problem((), f.render()) for f in errs],
+        )
+    groups = [_effective_group(g) if g.config else g for g in topology.groups]
+    bridges = list(topology.bridges) + _bridges(topology)
+    return topology.model_copy(update={"groups": groups, "bridges": bridges})
+
+
+def _bridge_conflict(source: str, i: int, b: Bridge) -> Finding:
+    return Finding(
+        "error",
+        source,
+        1,
+        f"bridges[{i}] starts at group {b.source!r}, whose networkConnectors come from its config file",
+        "drop the bridge, or add the networkConnector to the file and map its hosts in `hosts:`",
+    )
+
+
+def _effective_group(g: Group) -> Group:
+    confs = [parse(f) for f in member_files(g)]
+    need, _ = required_protocols(g, confs)
+    have = need.union(*(file_protocols(c) for c in confs))
+    conns = {p: g.connectors.get(p, ConnectorSpec()) for p in PROTOCOL_ORDER if p in have}  # type: ignore[call-overload]
+    return g.model_copy(update={"connectors": conns})
+
+
+def _bridges(t: Topology) -> list[Bridge]:
+    """One bridge (for the plan's proxied links) per pair of groups a config's networkConnectors join."""
+    members = {m: g.name for g in t.groups for m in g.member_names()}
+    found: dict[tuple[str, str], str] = {}
+    for g in t.groups:
+        if not g.config:
+            continue
+        for f in dict.fromkeys(member_files(g)):
+            for n in network_connectors(parse(f)):
+                uri = n.attrs.get("uri", "")
+                if n.tag != "networkConnector" or uri.startswith("multicast:"):
+                    continue
+                targets = [lookup(t.hosts, m["host"], m["port"]) for m in ADDRESS.finditer(uri)]
+                for tg in dict.fromkeys(members[m] for m in targets if m):
+                    if tg == g.name:
+                        continue
+                    same = sum(1 for m in targets if m and members[m] == tg)
+                    if uri.startswith("masterslave:"):
+                        form = "masterslave"
+                    elif "failover:" in uri:
+                        form = "failover"
+                    elif same > 1:
+                        form = "static-list"
+                    else:
+                        form = "static"
+                    found.setdefault((g.name, tg), form)
+    out = []
+    for (src, tgt), form in found.items():
+        if form == "masterslave" and t.group(tgt).size < 2:
+            form = "static"
+        out.append(
+            Bridge.model_validate({"from": src, "to": tgt, "uri": form, "name": f"import-{src}-{tgt}"})
+        )
+    return out

@@ -1,0 +1,331 @@
+"""Loading a topology: YAML read with a line-tracking loader, so every problem is reported as
+`file:line: key.path: what is wrong. Fix: what to write instead`, all problems at once; the
+built-in topologies (harness/topologies/*.yaml); a deployment's own activemq.xml files (`config:`)
+are checked and imported by harness.topology.imported."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import xml.etree.ElementTree as ET
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from harness.topology.imported import import_configs
+from harness.topology.model import (
+    Bridge,
+    ConnectorSpec,
+    Group,
+    Loc,
+    Problem,
+    Topology,
+    TopologyError,
+    User,
+    _Problems,
+)
+
+_FIELD_HINTS: dict[str, str] = {
+    "name": "add `name: <lowercase-name>`",
+    "groups": "add `groups:` with at least one `- name: <group>`",
+    "from": "add `from: <group>`",
+    "to": "add `to: <group>`",
+    "password": "add `password: <secret>`",
+}
+
+
+def _model_at(loc: Loc) -> type[BaseModel] | None:
+    """The pydantic model whose keys live at `loc` (for spelling suggestions)."""
+    models: dict[str, type[BaseModel]] = {"groups": Group, "bridges": Bridge, "users": User}
+    model: type[BaseModel] | None = Topology
+    i = 0
+    while i < len(loc) and model is not None:
+        part = loc[i]
+        if model is Topology and part in ("groups", "bridges", "users"):
+            model = models[str(part)]
+            i += 2
+            continue
+        if model is Group and part == "connectors":
+            model = ConnectorSpec
+            i += 2
+            continue
+        return None
+    return model if i == len(loc) else None
+
+
+def _keys_of(model: type[BaseModel]) -> list[str]:
+    return [f.alias or n for n, f in model.model_fields.items()]
+
+
+def _problem_from_error(e: Any) -> list[Problem]:
+    loc: Loc = tuple(p for p in e["loc"] if p != "[key]")
+    etype = e["type"]
+    ctx = e.get("ctx") or {}
+    inner = ctx.get("error")
+    if isinstance(inner, _Problems):
+        return [Problem(loc + p.loc, p.message, p.fix) for p in inner.problems]
+    msg = str(e["msg"]).removeprefix("Value error, ")
+    value = e.get("input")
+    fix = ""
+    if etype == "extra_forbidden":
+        model = _model_at(loc[:-1])
+        known = _keys_of(model) if model else []
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        msg = f"unknown key {loc[-1]!r}"
+        fix = (f"did you mean {close[0]!r}? " if close else "") + (
+            f"known keys here: {', '.join(known)}" if known else "remove it"
+        )
+    elif etype == "missing":
+        msg = "required key is missing"
+        fix = _FIELD_HINTS.get(str(loc[-1]), f"add `{loc[-1]}:`")
+    elif etype == "literal_error":
+        expected = str(ctx.get("expected", "")).replace("'", "")
+        msg = f"unknown connector {value!r}" if "[key]" in e["loc"] else f"{value!r} is not allowed here"
+        close = difflib.get_close_matches(
+            str(value), [x.strip() for x in expected.replace(" or ", ",").split(",")], n=1
+        )
+        fix = (f"did you mean {close[0]!r}? " if close else "") + f"use one of {expected}"
+    elif etype == "string_pattern_mismatch":
+        if loc and loc[-1] == "name" and len(loc) >= 1 and loc[0] == "users":
+            fix = "user names cannot contain spaces or commas"
+        else:
+            fix = (
+                "use lowercase letters, digits and '-', starting with a letter, at most 31 characters "
+                "(it becomes broker and file names)"
+            )
+        msg = f"{value!r} is not a valid name"
+    elif etype in ("int_parsing", "int_type", "int_from_float"):
+        fix = "write a whole number"
+    elif etype in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        op = next(k for k in ("ge", "le", "gt", "lt") if k in ctx)
+        fix = f"use a value {dict(ge='>=', le='<=', gt='>', lt='<')[op]} {ctx[op]}"
+        msg = f"{value!r} is out of range"
+    elif etype in ("bool_parsing", "bool_type"):
+        fix = "write true or false"
+    elif etype in ("string_type", "string_too_short"):
+        fix = "write a non-empty text value (quote it if YAML reads it as a number or boolean)"
+    elif etype in ("list_type", "too_short"):
+        fix = "write a YAML list with at least one `- ` item" if etype == "too_short" else "write a YAML list"
+    elif etype in ("dict_type", "model_type", "model_attributes_type"):
+        fix = "write a mapping of `key: value` lines here"
+    return [Problem(loc, msg, fix)]
+
+
+class _LineMap:
+    """Line numbers of keys and items in a YAML document, by key path."""
+
+    def __init__(self) -> None:
+        self.lines: dict[Loc, int] = {}
+        self.problems: list[Problem] = []
+
+    def walk(self, node: yaml.Node, loc: Loc = ()) -> None:
+        self.lines.setdefault(loc, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for k, v in node.value:
+                key = k.value if isinstance(k, yaml.ScalarNode) else str(k)
+                line = k.start_mark.line + 1
+                if key in seen:
+                    self.problems.append(
+                        Problem(
+                            loc + (key,),
+                            f"key {key!r} appears twice (first on line "
+                            f"{seen[key]}); YAML would silently keep the last one",
+                            "remove one of them",
+                            line,
+                        )
+                    )
+                seen.setdefault(key, line)
+                self.lines[loc + (key,)] = line
+                self.walk(v, loc + (key,))
+                # A value's own line (e.g. the first line of a block scalar).
+                self.lines[loc + (key, "<value>")] = v.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self.lines[loc + (i,)] = item.start_mark.line + 1
+                self.walk(item, loc + (i,))
+
+    def line_of(self, loc: Loc) -> int | None:
+        loc = tuple(loc)
+        while loc:
+            if loc in self.lines:
+                return self.lines[loc]
+            loc = loc[:-1]
+        return self.lines.get(())
+
+
+def _report(source: str, problems: list[Problem]) -> TopologyError:
+    n = len(problems)
+    head = f"{source}: invalid topology ({n} problem{'s' if n != 1 else ''})"
+    return TopologyError("\n".join([head] + ["  " + p.render(source) for p in problems]), problems)
+
+
+def parse_topology(data: Any, source: str = "<topology>", lines: _LineMap | None = None) -> Topology:
+    """Validate already-parsed data; every problem is reported (with its line when `lines` is given)."""
+    problems = list(lines.problems) if lines else []
+    if not isinstance(data, dict):
+        kind = "empty" if data is None else f"a {type(data).__name__}"
+        p = Problem(
+            (),
+            f"a topology must be a mapping with `name` and `groups`, but the document is {kind}",
+            "start the file with `name: <topology-name>` and a `groups:` list (see docs/topology.md)",
+            lines.line_of(()) if lines else None,
+        )
+        raise _report(source, problems + [p])
+    topology: Topology | None = None
+    try:
+        topology = Topology.model_validate(data)
+    except ValidationError as err:
+        for e in err.errors():
+            problems += _problem_from_error(e)
+    if lines:
+        for p in problems:
+            if p.line is None:
+                p.line = _fragment_line(p, lines) or lines.line_of(p.loc)
+    if problems:
+        problems.sort(key=lambda p: p.line or 0)
+        raise _report(source, problems)
+    assert topology is not None
+    return topology
+
+
+def _fragment_line(p: Problem, lines: _LineMap) -> int | None:
+    """For an XML fragment problem, the file line of the XML error."""
+    if not p.loc or p.loc[-1] != "xml_fragment":
+        return None
+    m = re.search(r"fragment line (\d+)", p.message)
+    start = lines.lines.get(p.loc + ("<value>",))
+    if m and start:
+        # A block scalar (`|`) starts on the line after the key's indicator.
+        key_line = lines.lines.get(p.loc, start)
+        first = start + 1 if start == key_line else start
+        return first + int(m.group(1)) - 1
+    return None
+
+
+def _resolve_files(data: Any, base: Path) -> None:
+    """Make xml_file paths absolute (relative to the topology file) and check they exist."""
+    if not isinstance(data, dict) or not isinstance(data.get("groups"), list):
+        return
+    for g in data["groups"]:
+        if isinstance(g, dict) and isinstance(g.get("xml_file"), str):
+            p = Path(g["xml_file"]).expanduser()
+            g["xml_file"] = str(p if p.is_absolute() else (base / p).resolve())
+        if isinstance(g, dict) and isinstance(g.get("config"), (str, list)):
+            files = [g["config"]] if isinstance(g["config"], str) else g["config"]
+            out = [str((base / Path(f).expanduser()).resolve()) if isinstance(f, str) else f for f in files]
+            g["config"] = out[0] if isinstance(g["config"], str) else out
+
+
+def _file_problems(data: Any, lines: _LineMap) -> list[Problem]:
+    out: list[Problem] = []
+    if not isinstance(data, dict) or not isinstance(data.get("groups"), list):
+        return out
+    for i, g in enumerate(data["groups"]):
+        if isinstance(g, dict) and isinstance(g.get("config"), (str, list)):
+            files = [g["config"]] if isinstance(g["config"], str) else g["config"]
+            for f in files:
+                if isinstance(f, str) and not Path(f).is_file():
+                    out.append(
+                        Problem(
+                            ("groups", i, "config"),
+                            f"cannot read {f}",
+                            "give a path relative to the topology file, or an absolute one",
+                            lines.line_of(("groups", i, "config")),
+                        )
+                    )
+        if not (isinstance(g, dict) and isinstance(g.get("xml_file"), str)):
+            continue
+        loc: Loc = ("groups", i, "xml_file")
+        path = Path(g["xml_file"])
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            out.append(
+                Problem(
+                    loc,
+                    f"cannot read {path} ({e.strerror})",
+                    "give a path relative to the topology file, or an absolute one",
+                    lines.line_of(loc),
+                )
+            )
+            continue
+        try:
+            ET.fromstring(re.sub(r"\{[{%#].*?[}%#]\}", "x", text, flags=re.S))
+        except ET.ParseError as e:
+            out.append(
+                Problem(
+                    loc,
+                    f"{path} is not well-formed XML (line {e.position[0]})",
+                    "fix the file; Jinja2 {{ ... }} placeholders are allowed",
+                    lines.line_of(loc),
+                )
+            )
+    return out
+
+
+def loads_topology(text: str, source: str = "<topology>", base_dir: Path | None = None) -> Topology:
+    """Parse and validate topology YAML text."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        line = mark.line + 1 if mark else None
+        problem = getattr(e, "problem", None) or str(e)
+        fix = "fix the YAML syntax (indent with spaces, not tabs; quote values containing ': ' or '#')"
+        raise _report(source, [Problem((), f"not valid YAML: {problem}", fix, line)]) from None
+    finally:
+        loader.dispose()
+    lines = _LineMap()
+    if node is not None:
+        lines.walk(node)
+    if base_dir is not None:
+        _resolve_files(data, base_dir)
+    lines.problems += _file_problems(data, lines)
+    topology = parse_topology(data, source, lines)
+    if any(g.config for g in topology.groups):
+        # checks the files; errors raise here
+        topology = import_configs(topology, source)
+    return topology
+
+
+def load_topology(path_or_name: str | Path) -> Topology:
+    """Load a topology file, or a built-in example by name (`pair`, `network-of-pairs`, ...)."""
+    path = Path(path_or_name)
+    if not path.exists() and str(path_or_name) in builtin_names():
+        return builtin_topology(str(path_or_name))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise TopologyError(
+            f"{path}: cannot read topology file ({e.strerror}). Fix: give the path of a "
+            f"YAML file, or a built-in name: {', '.join(builtin_names())}"
+        ) from None
+    except UnicodeDecodeError:
+        raise TopologyError(f"{path}: not a text file. Fix: save the topology as UTF-8 YAML") from None
+    return loads_topology(text, str(path), path.resolve().parent)
+
+
+def builtin_names() -> list[str]:
+    root = resources.files("harness") / "topologies"
+    return sorted(p.name.removesuffix(".yaml") for p in root.iterdir() if p.name.endswith(".yaml"))
+
+
+def builtin_path(name: str) -> Path:
+    return Path(str(resources.files("harness") / "topologies" / f"{name}.yaml"))
+
+
+def builtin_topology(name: str) -> Topology:
+    f = resources.files("harness") / "topologies" / f"{name}.yaml"
+    if not f.is_file():
+        close = difflib.get_close_matches(name, builtin_names(), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise TopologyError(
+            f"no built-in topology {name!r}. Fix: {hint}built-ins: {', '.join(builtin_names())}"
+        )
+    return loads_topology(f.read_text(encoding="utf-8"), f"built-in {name}", Path(str(f)).parent)

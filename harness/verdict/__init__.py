@@ -1,0 +1,8 @@
+"""The verdict: one owner. `judge(run_dir)` runs every checker of `checks.PROMISES` over a
+reconciled run folder and writes the table into analysis/summary.json."""
+
+from harness.verdict.checks import PROMISES, Check
+from harness.verdict.judge import DEFAULT_GATES, Verdict, judge
+from harness.verdict.view import RunView, VerdictError
+
+__all__ = ["DEFAULT_GATES", "PROMISES", "Check", "RunView", "Verdict", "VerdictError", "judge"]

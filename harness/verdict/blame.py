@@ -1,0 +1,190 @@
+"""Whose fault each lost, missed and duplicated delivery is: `agent`, `broker`, `fault` or `unknown`.
+
+- `fault`: acknowledged inside a black-hole / partition window and delivered to no subscription;
+- `broker`: the agent held a granted subscription on a member that was up, and the message was
+  acknowledged yet not delivered (with a consumer there, or without one: the link-stealing race);
+  or the agent resubscribed durably afterwards and the kept message never came (a bridge race
+  across a network, a store that lost it); a duplicate the publisher sent once (a redelivery);
+- `agent`: it held no subscription then and never resubscribed durably (or did so with a clean
+  session); a duplicate the publisher sent again after its ack;
+- `unknown`: the observer could not see the member then (an observer gap).
+
+The rows go to analysis/blame.parquet (keyed like messages.parquet: msg_id, subscriber,
+subscription), the counts to summary.json `blame`. messages.parquet (the Spark output) is read for
+its anomalous rows only, with a pyarrow filter; it is never rewritten.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.faultkinds import logged_names
+from harness.verdict.checks.witness import Life, lives, sub_ids
+from harness.verdict.view import RunView
+from harness.verdict.witness import line_of
+from harness.witness import events as ev
+
+CLASSES = ("lost", "missed", "duplicated")
+BLAMES = ("agent", "broker", "fault", "unknown")
+CUT_FAULTS = logged_names("cuts")  # black hole, link down, isolation (harness/faultkinds.py)
+BLAME_FILE = "blame.parquet"  # under RUN_DIR/analysis/
+
+
+@dataclass
+class Blamed:
+    msg_id: str
+    subscriber: str
+    subscription: str
+    status: str
+    blame: str
+    ts: float | None
+    evidence: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "ts": round(self.ts, 3) if self.ts else None}
+
+
+def anomalous_rows(run_dir: Path) -> tuple[list[dict[str, Any]], set[str]]:
+    """The lost/missed/duplicated rows of messages.parquet, and which of their msg_ids reached some
+    subscription (read with filters: the table can hold millions of rows)."""
+    import pyarrow.parquet as pq
+
+    path = Path(run_dir) / "analysis" / "messages.parquet"
+    if not path.exists():
+        return [], set()
+    cols = ["msg_id", "subscriber", "subscription", "status", "durable", "ack_ts", "first_attempt_ts"]
+    rows = pq.read_table(path, columns=cols, filters=[("status", "in", list(CLASSES))]).to_pylist()
+    ids = sorted({str(r["msg_id"]) for r in rows if r.get("msg_id") is not None})
+    delivered: set[str] = set()
+    if ids:
+        hit = pq.read_table(path, columns=["msg_id"], filters=[("msg_id", "in", ids), ("received", ">", 0)])
+        delivered = {str(m) for m in hit.column("msg_id").to_pylist()}
+    return rows, delivered
+
+
+def assign(v: RunView) -> list[Blamed]:
+    rows, delivered = anomalous_rows(v.run_dir)
+    if not rows:
+        return []
+    by_sub: dict[tuple[str, str], list[Life]] = {}
+    for life in lives(v):
+        by_sub.setdefault((life.agent, life.topic), []).append(life)
+    sends: dict[str, list[dict[str, Any]]] = {}
+    for r in v.events("sent") + v.events("send_attempt"):
+        sends.setdefault(str(r.get("msg_id")), []).append(r)
+    out = []
+    for r in rows:
+        status = str(r["status"])
+        t = r.get("ack_ts") or r.get("first_attempt_ts")
+        key = (str(r.get("subscriber")), str(r.get("subscription")))
+        if status == "duplicated":
+            blame, lines = _duplicate(sends.get(str(r["msg_id"]), []))
+        else:
+            blame, lines = _missing(v, r, t, by_sub.get(key, []), str(r["msg_id"]) in delivered, sends)
+        out.append(Blamed(str(r["msg_id"]), key[0], key[1], status, blame, t, lines))
+    return out
+
+
+def _duplicate(sends: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    acked = [s["ts"] for s in sends if s.get("event") == "sent"]
+    again = [s for s in sends if acked and s.get("event") == "send_attempt" and s["ts"] > min(acked)]
+    if len(acked) > 1 or again:
+        return "agent", [f"the publisher sent it again after its ack at {min(acked):.3f}"]
+    return "broker", ["published once, delivered more than once (a redelivery)"]
+
+
+def _missing(
+    v: RunView,
+    r: dict[str, Any],
+    t: float | None,
+    subs: list[Life],
+    delivered: bool,
+    sends: dict[str, list[dict[str, Any]]],
+) -> tuple[str, list[str]]:
+    if t is None:
+        return "unknown", ["no acknowledgement or attempt time"]
+    w = v.witness
+    cut = [f for f in v.faults if f.fault in CUT_FAULTS and f.covers(t)]
+    if cut and not delivered:
+        return "fault", [f"acknowledged at {t:.3f} inside {cut[0].fault_id}, delivered to no subscription"]
+    ids, dest = (
+        sub_ids(v, key_agent(r), str(r.get("subscription"))),
+        ev.topic_destination(str(r.get("subscription"))),
+    )
+    pub = next((s for s in sends.get(str(r["msg_id"]), []) if s.get("event") == "sent"), {})
+    pub_member = v.broker(pub.get("broker"))
+    live = next((s for s in subs if s.start <= t < s.end and s.member), None)
+    if live and live.member and not w.down_reason(live.member, t):
+        has = w.has_consumer(live.member, t, ids, dest)
+        if has is None:
+            return "unknown", [f"observer gap on {live.member} at {t:.3f}"]
+        where = f"{live.member} (granted {live.start:.3f})"
+        if has:
+            lines = [f"a consumer existed on {where}; acknowledged by {pub_member} at {t:.3f}, not delivered"]
+            return "broker", lines + _bridge_lines(v, pub_member, live.member, t)
+        stolen = w.stolen(live.member, ids, live.start - 30.0, t)
+        lines = [f"granted subscription with no consumer on {where} at {t:.3f}"]
+        return "broker", lines + [line_of(x) for x in stolen[:3]]
+    later = [s for s in subs if s.start > t and s.member and v.group_of(s.member) is not None]
+    if not later:
+        return "agent", [f"not subscribed at {t:.3f} and never resubscribed after"]
+    back = later[0]
+    if not back.durable or not r.get("durable", True):
+        return "agent", [
+            f"not subscribed at {t:.3f}; resubscribed at {back.start:.3f} without a durable session"
+        ]
+    lines = [
+        f"not subscribed at {t:.3f}; resubscribed durably on {back.member} at {back.start:.3f}, "
+        "never delivered"
+    ]
+    return "broker", lines + _bridge_lines(v, pub_member, back.member, t)
+
+
+def key_agent(r: dict[str, Any]) -> str:
+    return str(r.get("subscriber"))
+
+
+def _bridge_lines(v: RunView, pub: str | None, sub: str | None, t: float) -> list[str]:
+    """Across a network (publisher and subscriber on different groups): the bridge events around t."""
+    if not pub or not sub or v.group_of(pub) == v.group_of(sub):
+        return []
+    kinds = (ev.BRIDGE_ESTABLISHED, ev.BRIDGE_FAILED, ev.BRIDGE_STOPPED)
+    near = [x for k in kinds for x in v.witness.log_events(k, None, t - 15.0, t + 15.0)]
+    near.sort(key=lambda x: float(x["ts"]))
+    return ["bridge race across the network: " + (line_of(near[0]) if near else "no bridge event near")] + [
+        line_of(x) for x in near[1:4]
+    ]
+
+
+def counts(rows: list[Blamed]) -> dict[str, dict[str, int]]:
+    c = Counter((b.status, b.blame) for b in rows)
+    return {s: {b: c[(s, b)] for b in BLAMES} for s in CLASSES}
+
+
+def write(v: RunView, rows: list[Blamed]) -> Path:
+    """analysis/blame.parquet: one row per anomalous delivery, keyed like messages.parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema(
+        [
+            ("run", pa.string()),
+            ("msg_id", pa.string()),
+            ("subscriber", pa.string()),
+            ("subscription", pa.string()),
+            ("status", pa.string()),
+            ("blame", pa.string()),
+            ("ts", pa.float64()),
+            ("evidence", pa.list_(pa.string())),
+        ]
+    )
+    run = str(v.run.get("run") or v.summary.get("run") or v.run_dir.name)
+    table = pa.Table.from_pylist([{"run": run, **b.__dict__} for b in rows], schema=schema)
+    path = v.run_dir / "analysis" / BLAME_FILE
+    tmp = path.with_suffix(".tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(path)
+    return path

@@ -1,0 +1,137 @@
+"""What every checker shares: the result type, the bounds, and readers of the agents' logs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.faultkinds import logged_names
+from harness.verdict.view import RunView, Window
+
+EXAMPLES = 5
+
+#: scenario params a run may override (run.json scenario.params), with their defaults
+BOUNDS: dict[str, float] = {
+    "liveness_bound_s": 8.0,  # docs: a dead or silent broker is noticed within 4 s (≤ 5 s)
+    "connect_bound_s": 10.0,  # a role's first connection after launch, past black holes
+    "recover_bound_s": 30.0,  # a role back after a fault window ends
+    "publish_latency_s": 5.0,  # first attempt -> ack while the broker serves
+    # failed attempts per URL per second over 5 s: the reference's backoff (0.1 s doubling to a 1 s
+    # cap, jittered to [b/2, b]) allows 13 passes in its first 5 s at most (2.6/s per URL); a
+    # retry every 0.1 s (the PCA's publisher) is 10/s
+    "retry_per_url_s": 4.0,
+    "drop_tolerance_s": 1.5,  # around first attempt + mb.publisher.timeout
+    "bridge_failures_max": 6.0,  # a bridge to a pair fails a few times around a takeover
+    "cut_window_s": 2.5,  # roles disturbed by one severed connection are looked for this long
+}
+
+HEALS = logged_names("heal")  # bringing a killed broker back: the heal of a fault, not a fault
+
+BROKER_OUTAGES = logged_names("outage")  # the target serves no client while the window lasts
+
+
+@dataclass
+class Check:
+    promise: str
+    status: str = "pass"  # pass | fail | n/a
+    count: int = 0
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    fault: str | None = None
+    detail: str = ""
+    blame: str | None = None  # whose fault its failures are, when the checker knows (broker findings)
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "fail"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "promise": self.promise,
+            "status": self.status,
+            "ok": self.ok,
+            "count": self.count,
+            "detail": self.detail,
+            "fault": self.fault,
+            "evidence": self.evidence[:EXAMPLES],
+            **({"blame": self.blame} if self.blame else {}),
+        }
+
+
+def bound(v: RunView, name: str) -> float:
+    try:
+        return float(v.params.get(name, BOUNDS[name]))
+    except (TypeError, ValueError):
+        return BOUNDS[name]
+
+
+def verdict_of(
+    promise: str, bad: list[dict[str, Any]], detail: str, faults: list[Window] | None = None
+) -> Check:
+    if not bad:
+        return Check(promise)
+    fault = None
+    if faults:
+        hit = [w.fault_id for w in faults if any(w.covers(e.get("ts", -1), 1.0, 10.0) for e in bad)]
+        fault = ",".join(sorted(set(hit))) or None
+    return Check(
+        promise, "fail", len(bad), sorted(bad, key=lambda e: e.get("ts") or 0)[:EXAMPLES], fault, detail
+    )
+
+
+def not_applicable(promise: str, why: str) -> Check:
+    return Check(promise, "n/a", detail=why)
+
+
+def rounded(ts: Any) -> Any:
+    return round(ts, 3) if isinstance(ts, float) else ts
+
+
+def evidence(v: RunView, r: dict[str, Any], what: str) -> dict[str, Any]:
+    e = {"ts": rounded(r.get("ts")), "agent": r.get("agent"), "what": what}
+    for k in ("msg_id", "role"):
+        if r.get(k) is not None:
+            e[k] = r[k]
+    if r.get("broker"):
+        e["broker"] = v.broker(r["broker"]) or r["broker"]
+    return e
+
+
+# -- from the agents' logs ---------------------------------------------------------------------
+def first_attempts(recs: list[dict[str, Any]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for r in recs:
+        if r.get("event") == "send_attempt" and "msg_id" in r:
+            out.setdefault(str(r["msg_id"]), r["ts"])
+    return out
+
+
+def connections(recs: list[dict[str, Any]]) -> list[tuple[str, str | None, float, float]]:
+    """(role, broker url, connected ts, disconnected ts or inf) of every established connection."""
+    open_: dict[str, tuple[str | None, float]] = {}
+    out = []
+    for r in recs:
+        role, ev = str(r.get("role")), r.get("event")
+        if ev == "connected":
+            if role in open_:
+                b, t = open_.pop(role)
+                out.append((role, b, t, r["ts"]))
+            open_[role] = (r.get("broker"), r["ts"])
+        elif (
+            ev == "disconnected"
+            and role in open_
+            and not str(r.get("reason", "")).startswith("connect_failed")
+        ):
+            b, t = open_.pop(role)
+            out.append((role, b, t, r["ts"]))
+    out += [(role, b, t, float("inf")) for role, (b, t) in open_.items()]
+    return out
+
+
+def roles(v: RunView, agent: str) -> list[str]:
+    wl = (v.agents.get(agent) or {}).get("workload") or {}
+    roles = [f"subscriber:{s['topic']}" for s in wl.get("subscriptions") or [] if isinstance(s, dict)]
+    return roles + (["publisher"] if wl.get("publications") else [])
+
+
+def launched(v: RunView) -> dict[str, float]:
+    return {str(k): float(t) for k, t in (v.observations.get("agents_launched_ts") or {}).items()}

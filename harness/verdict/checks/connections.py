@@ -1,0 +1,338 @@
+"""Connection promises: liveness, list order, bounded attempts, recovery, confirmed subscriptions,
+independent failover, backoff."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from harness.verdict.checks.base import (
+    BROKER_OUTAGES,
+    Check,
+    bound,
+    connections,
+    evidence,
+    launched,
+    not_applicable,
+    roles,
+    rounded,
+    verdict_of,
+)
+from harness.verdict.view import RunView
+from harness.witness.brokerlog import line_ts
+
+AUTH_REJECTED = re.compile(
+    r"Failed to add Connection.*(password is invalid|User name .* invalid|not authorized)"
+)
+
+
+def liveness(v: RunView) -> Check:
+    """Every connection to a broker that dies, stops, pauses or goes silent is given up within the
+    liveness bound (the OS TCP timeout is no liveness check)."""
+    limit = bound(v, "liveness_bound_s")
+    bad, judged = [], False
+    for w in v.faults:
+        if w.fault not in BROKER_OUTAGES:
+            continue
+        hit = v.affected_brokers(w)
+        for agent, recs in v.records.items():
+            for role, url, t0, t1 in connections(recs):
+                if v.broker(url) not in hit or not (t0 < w.start < t1):
+                    continue
+                judged = True
+                horizon = w.end if w.end is not None else v.traffic_end()
+                if t1 - w.start > limit and (horizon - w.start) > limit:
+                    took = "never" if t1 == float("inf") else f"after {t1 - w.start:.1f} s"
+                    bad.append(
+                        {
+                            "ts": rounded(w.start),
+                            "agent": agent,
+                            "role": role,
+                            "broker": v.broker(url),
+                            "fault": w.fault_id,
+                            "what": f"{w.fault} of {v.broker(url)} noticed {took} (bound {limit:g} s)",
+                        }
+                    )
+    if not judged:
+        return not_applicable("liveness", "no fault cut a standing connection")
+    return verdict_of(
+        "liveness", bad, "a dead or silent broker not noticed within the liveness bound", v.faults
+    )
+
+
+def _masters(v: RunView) -> Callable[[str, float], str | None]:
+    """Who served each group at a time outside fault windows: the first master, then each takeover."""
+    start = v.observations.get("masters") or {}
+    changes = sorted(
+        (w.end, str(w.params.get("group")), str(w.params["new_master"]))
+        for w in v.faults
+        if w.end is not None and w.params.get("new_master")
+    )
+
+    def at(group: str, ts: float) -> str | None:
+        m = start.get(group)
+        for t, g, new in changes:
+            if g == group and t <= ts:
+                m = new
+        return m
+
+    return at
+
+
+def address(url: Any) -> str:
+    """host:port of a URL as mb.urls or a log record writes it (`ssl://` or not)."""
+    return str(url or "").split("://")[-1]
+
+
+def first_available(v: RunView) -> Check:
+    """Each (re)connect uses the first URL of mb.urls whose broker serves (judged away from faults)."""
+    if not v.observations.get("masters"):
+        return not_applicable("first_available", "the run did not record which broker served")
+    master_at = _masters(v)
+    group_of = {b: g for g, bs in v.groups.items() for b in bs}
+    bad, judged = [], False
+    for agent, recs in v.records.items():
+        urls = v.urls(agent)
+        for r in recs:
+            if r.get("event") != "connected" or any(w.covers(r["ts"], 1.0, 3.0) for w in v.faults):
+                continue
+            serving = [
+                u
+                for u in urls
+                if (b := v.broker(u)) is not None and master_at(group_of.get(b, ""), r["ts"]) == b
+            ]
+            if not serving:
+                continue
+            judged = True
+            used = address(r.get("broker"))
+            plain = [address(u) for u in urls]
+            if used not in plain or plain.index(used) > plain.index(address(serving[0])):
+                bad.append(
+                    evidence(v, r, f"connected to {used} while {serving[0]} (earlier in mb.urls) served")
+                )
+    if not judged:
+        return not_applicable("first_available", "no connection away from fault windows")
+    return verdict_of("first_available", bad, "not the first available broker in mb.urls order")
+
+
+MIN_HEALTHY_S = 5.0  # a correct agent connects past a black hole and a dead port in ~2 s
+
+
+def connect_timeout(v: RunView) -> Check:
+    """Every role connects within a bound of its agent's launch: a black-holed or dead URL ahead of
+    a serving broker costs a connect timeout, not a trap."""
+    started = launched(v)
+    if not started:
+        return not_applicable("connect_timeout", "the run did not record when agents started")
+    limit = bound(v, "connect_bound_s")
+    first_fault = min((w.start for w in v.faults), default=float("inf"))
+    bad, judged = [], False
+    for agent, t0 in started.items():
+        recs = v.records.get(agent, [])
+        firsts: dict[str, float] = {}
+        for r in recs:
+            if r.get("event") == "connected":
+                firsts.setdefault(str(r.get("role")), r["ts"])
+        publisher_done = any(r.get("event") == "dropped" for r in recs) and "publisher" not in firsts
+        # Judged over the healthy time after launch: up to the bound, or to the first fault when
+        # that came sooner but still left a correct agent ample time (MIN_HEALTHY_S).
+        grace = min(limit, first_fault - t0)
+        if grace < MIN_HEALTHY_S:
+            continue
+        for role in roles(v, agent):
+            t = firsts.get(role)
+            if role == "publisher" and publisher_done:
+                continue
+            judged = True
+            if t is None or t - t0 > grace:
+                took = f"{t - t0:.1f} s after launch" if t is not None else "never"
+                bad.append(
+                    {
+                        "ts": rounded(t0),
+                        "agent": agent,
+                        "role": role,
+                        "what": f"not connected within {grace:.1f} s of launch while a broker served "
+                        f"(first connection: {took}; bound {limit:g} s)",
+                    }
+                )
+    if not judged:
+        return not_applicable("connect_timeout", "no role to judge")
+    return verdict_of("connect_timeout", bad, "connection attempts not bounded by a connect timeout")
+
+
+def _back(recs: list[dict[str, Any]], role: str, since: float, until: float) -> bool:
+    """A role is back once it connects again; a subscription once it is subscribed again, or
+    reconnected and receiving (a transport that restores its consumers itself logs no `subscribed`)."""
+    topic = role.removeprefix("subscriber:") if role.startswith("subscriber:") else None
+    inside = [r for r in recs if since < r["ts"] <= until]
+    if any(r.get("event") == "subscribed" and topic is not None and r.get("topic") == topic for r in inside):
+        return True
+    resumed = [r["ts"] for r in inside if r.get("event") == "connected" and str(r.get("role")) == role]
+    if not resumed or topic is None:
+        return bool(resumed)
+    return any(
+        r.get("event") == "received" and r.get("subscription") == topic and r["ts"] > resumed[0] for r in recs
+    )
+
+
+def recovery(v: RunView) -> Check:
+    """After every fault window ends, each role that lost its connection is back within the bound,
+    and publishing never stalls."""
+    limit = bound(v, "recover_bound_s")
+    bad: list[dict[str, Any]] = []
+    if v.observations.get("stalled"):
+        bad.append({"what": "the agents stopped publishing (no message sent or dropped for the stall limit)"})
+    for agent in v.observations.get("not_subscribed") or []:
+        bad.append({"agent": agent, "what": "not subscribed within the harness's subscribe wait"})
+    stopped = v.observations.get("agents_stopped_ts") or {}
+    for agent, recs in v.records.items():
+        end_of_run = float(stopped.get(agent) or max((r["ts"] for r in recs), default=0.0))
+        for w in v.faults:
+            if w.end is None or w.end + limit > end_of_run:
+                continue
+            lost = {
+                str(r.get("role"))
+                for r in recs
+                if r.get("event") == "disconnected"
+                and w.covers(r["ts"], 0.2, 0.5)
+                and not str(r.get("reason", "")).startswith(
+                    ("connect_failed", "publications_complete", "shutdown")
+                )
+            }
+            for role in lost:
+                if role == "publisher" and not any(
+                    r.get("event") in ("send_attempt", "dropped") and r["ts"] > w.end for r in recs
+                ):
+                    continue
+                back = _back(recs, role, w.start, w.end + limit)
+                if not back:
+                    bad.append(
+                        {
+                            "ts": rounded(w.end),
+                            "agent": agent,
+                            "role": role,
+                            "fault": w.fault_id,
+                            "what": f"not reconnected within {limit:g} s of the end of {w.fault_id}",
+                        }
+                    )
+    return verdict_of("recovery", bad, "the agent did not come back after a fault", v.faults)
+
+
+def subscription_confirmed(v: RunView) -> Check:
+    """`subscribed` is logged only on a live connection to the broker it names (after SUBACK).
+    The broker's own view of the same claims is `consumer_confirmed` (checks/witness.py)."""
+    bad, judged = [], False
+    for recs in v.records.values():
+        conns = connections(recs)
+        for r in recs:
+            if r.get("event") != "subscribed":
+                continue
+            judged = True
+            role = f"subscriber:{r.get('topic')}"
+            own = [c for c in conns if c[0] == role] or conns
+            if not any(c[1] == r.get("broker") and c[2] <= r["ts"] <= c[3] for c in own):
+                bad.append(
+                    evidence(
+                        v, r, f"subscribed {r.get('topic')} on {r.get('broker')} with no connection to it"
+                    )
+                )
+    if not judged:
+        return not_applicable("subscription_confirmed", "no subscription")
+    return verdict_of("subscription_confirmed", bad, "subscribed before the broker confirmed", v.faults)
+
+
+def independent_connections(v: RunView) -> Check:
+    """Each subscription fails over on its own: one severed connection disturbs one role."""
+    cuts = [w for w in v.faults if w.fault == "sever"]
+    if not cuts:
+        return not_applicable("independent_connections", "no connection was severed")
+    span = bound(v, "cut_window_s")
+    bad = []
+    for w in cuts:
+        for agent, recs in v.records.items():
+            hit = {
+                str(r.get("role"))
+                for r in recs
+                if r.get("event") == "disconnected" and w.start - 0.2 <= r["ts"] <= w.start + span
+            }
+            if len(hit) > 1:
+                bad.append(
+                    {
+                        "ts": rounded(w.start),
+                        "agent": agent,
+                        "fault": w.fault_id,
+                        "what": f"one cut disturbed {len(hit)} roles: {', '.join(sorted(hit))}",
+                    }
+                )
+    # Every connection to the broker was cut once: fewer cuts than connected roles means shared ones.
+    hit_brokers = set().union(*(v.affected_brokers(w) for w in cuts))
+    first = cuts[0].start
+    for agent, recs in v.records.items():
+        live = {c[0] for c in connections(recs) if v.broker(c[1]) in hit_brokers and c[2] < first < c[3]}
+        if len(live) > len(cuts):
+            bad.append(
+                {
+                    "ts": rounded(first),
+                    "agent": agent,
+                    "what": f"{len(cuts)} connection(s) carried {len(live)} roles: {', '.join(sorted(live))}",
+                }
+            )
+    return verdict_of("independent_connections", bad, "subscriptions share a connection", v.faults)
+
+
+def bounded_retry(v: RunView) -> Check:
+    """Failed connection attempts (refused, timed out, rejected credentials) stay under
+    `retry_per_url_s` × len(mb.urls) per second per role, over any 5 s."""
+    per_url = bound(v, "retry_per_url_s")
+    bad, judged = [], False
+    for agent, recs in v.records.items():
+        n_urls = max(len(v.urls(agent)), 1)
+        fails: dict[str, list[float]] = defaultdict(list)
+        for r in recs:
+            if r.get("event") == "disconnected" and str(r.get("reason", "")).startswith("connect_failed"):
+                fails[str(r.get("role"))].append(r["ts"])
+        for role, ts in fails.items():
+            judged = True
+            worst = _densest(ts, 5.0)
+            if worst / 5.0 > per_url * n_urls:
+                bad.append(
+                    {
+                        "ts": rounded(ts[0]),
+                        "agent": agent,
+                        "role": role,
+                        "what": f"{worst} failed attempts in 5 s (bound {per_url * n_urls * 5:g})",
+                    }
+                )
+    # Rejected credentials counted at the brokers: any agent, whatever it logs.
+    rejected = sorted(
+        t for lines in v.broker_logs.values() for x in lines if AUTH_REJECTED.search(x) and (t := line_ts(x))
+    )
+    if rejected:
+        judged = True
+        n_roles = sum(len(roles(v, a)) for a in v.agents) or 1
+        n_urls = max((len(v.urls(a)) for a in v.agents), default=1)
+        worst = _densest(rejected, 5.0)
+        if worst / 5.0 > per_url * n_urls * n_roles:
+            bad.append(
+                {
+                    "ts": rounded(rejected[0]),
+                    "what": f"{worst} rejected logins at the brokers in 5 s "
+                    f"(bound {per_url * n_urls * n_roles * 5:g} for {n_roles} roles)",
+                }
+            )
+    if v.params.get("expect_rejections") and not rejected:
+        bad.append({"what": "no login rejected at the brokers: the agent stopped retrying"})
+    elif not judged:
+        return not_applicable("bounded_retry", "no failed connection attempt")
+    return verdict_of("bounded_retry", bad, "retrying without backoff")
+
+
+def _densest(ts: list[float], span: float) -> int:
+    ts, best, lo = sorted(ts), 0, 0
+    for hi, t in enumerate(ts):
+        while t - ts[lo] > span:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return best

@@ -1,0 +1,89 @@
+"""Promises about the run as a whole: bridges, agent exits, the faults themselves, secrets."""
+
+from __future__ import annotations
+
+import re
+
+from harness.verdict.checks.base import EXAMPLES, Check, bound, not_applicable, verdict_of
+from harness.verdict.view import RunView
+from harness.witness.brokerlog import line_ts
+
+BRIDGE_BACKOFF_S = 10.0  # a bridge retries with backoff after its links come back
+BRIDGE_FAILURE = re.compile(
+    r"Could not (start|connect) network bridge|Network connection between .* shut ?down"
+)
+
+
+def bridge_health(v: RunView) -> Check:
+    if not any(lk.get("kind") == "bridge" for lk in v.run.get("links") or []):
+        return not_applicable("bridge_health", "no network bridge")
+    limit = bound(v, "bridge_failures_max")
+    # A fault on the bridges themselves makes them fail while it lasts (and through their reconnect
+    # backoff after): that is the fault working, not a bridge that cannot find its broker.
+    bridge_links = {str(lk.get("name")) for lk in v.run.get("links") or [] if lk.get("kind") == "bridge"}
+    cut = [w for w in v.faults if {"bridges", *bridge_links} & set(w.target.split(","))]
+    bad = [
+        {"broker": b, "ts": ts, "what": line[:240]}
+        for b, lines in v.broker_logs.items()
+        for line in lines
+        if BRIDGE_FAILURE.search(line)
+        and not ((ts := line_ts(line)) is not None and any(w.covers(ts, 0.5, BRIDGE_BACKOFF_S) for w in cut))
+    ]
+    if len(bad) <= limit:
+        return Check("bridge_health", count=len(bad), detail=f"{len(bad)} bridge failures (limit {limit:g})")
+    return Check(
+        "bridge_health",
+        "fail",
+        len(bad),
+        bad[:EXAMPLES],
+        None,
+        f"bridges failed to connect {len(bad)} times (limit {limit:g}): a bridge keeps retrying a broker "
+        "that cannot serve (static:(master,slave) to a pair? use masterslave:)",
+    )
+
+
+def clean_exit(v: RunView) -> Check:
+    """Agents neither crash nor hang: each runs until told to stop and exits 0 on SIGTERM."""
+    codes = v.observations.get("agent_exit") or {}
+    if not codes:
+        return not_applicable("clean_exit", "no agent exit recorded")
+    bad = [{"agent": a, "what": f"exit status {c}"} for a, c in sorted(codes.items()) if c != 0]
+    return verdict_of("clean_exit", bad, "an agent crashed or did not stop on SIGTERM")
+
+
+def faults_applied(v: RunView) -> Check:
+    """The harness's own promise: every fault step took effect as the scenario meant."""
+    bad = [{"what": f"fault step failed: {e}"} for e in v.observations.get("nemesis_errors") or []]
+    want = v.params.get("expect_takeovers")
+    if want:
+        got = {w.params.get("new_master") for w in v.faults if w.params.get("new_master")}
+        if len(got) < int(want):
+            bad.append({"what": f"{len(got)} distinct brokers took over, the scenario needs {want}"})
+    want_cuts = v.params.get("expect_cuts")
+    if want_cuts:
+        cuts = sum(1 for w in v.faults if w.fault == "sever")
+        if cuts < int(want_cuts):
+            bad.append({"what": f"{cuts} connections severed, the scenario needs {want_cuts} (one per role)"})
+    return verdict_of("faults_applied", bad, "the schedule did not do what the scenario needs")
+
+
+def no_secret_leak(v: RunView) -> Check:
+    """No password of an agent.conf appears in a log, report, run.json or analysis output."""
+    secrets: set[str] = set()
+    for conf in v.run_dir.glob("agents/*/agent.conf"):
+        for line in conf.read_text(errors="replace").splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "mb.password" and value.strip():
+                secrets.add(value.strip())
+    if not secrets:
+        return not_applicable("no_secret_leak", "no credentials")
+    bad = []
+    for f in v.run_dir.rglob("*"):
+        rel = f.relative_to(v.run_dir)
+        if not f.is_file() or "conf" in rel.parts[:3] or f.name in ("agent.conf", "password"):
+            continue
+        if f.suffix in (".p12", ".pem", ".parquet", ".crc") or "kahadb" in f.parts:
+            continue
+        if any(s in f.read_text(errors="replace") for s in secrets):
+            bad.append({"what": f"a password written to {rel}"})
+    return verdict_of("no_secret_leak", bad, "credentials leaked into run output")

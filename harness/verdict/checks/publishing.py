@@ -1,0 +1,104 @@
+"""The publisher's promises: the timeout both ways, no resend after an ack, prompt acks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.verdict.checks.base import (
+    Check,
+    bound,
+    evidence,
+    first_attempts,
+    not_applicable,
+    rounded,
+    verdict_of,
+)
+from harness.verdict.view import RunView
+
+
+def publisher_timeout(v: RunView) -> Check:
+    """Retry until mb.publisher.timeout, then drop: nothing dropped early, nothing attempted after
+    its deadline or its drop, nothing left unresolved past its deadline."""
+    tol = bound(v, "drop_tolerance_s")
+    bad: list[dict[str, Any]] = []
+    judged = False
+    stopped = v.observations.get("agents_stopped_ts") or {}
+    for agent, recs in v.records.items():
+        timeout = v.publisher_timeout(agent)
+        firsts = first_attempts(recs)
+        if timeout is None or not firsts:
+            continue
+        judged = True
+        end = float(stopped.get(agent) or max(r["ts"] for r in recs))
+        dropped: dict[str, float] = {}
+        acked: set[str] = set()
+        for r in recs:
+            m, ev = str(r.get("msg_id")), r.get("event")
+            if ev == "dropped" and m in firsts:
+                dropped.setdefault(m, r["ts"])
+                age = r["ts"] - firsts[m]
+                if r.get("reason") != "shutdown" and age < timeout - tol:
+                    bad.append(
+                        evidence(v, r, f"dropped {age:.1f} s after its first attempt (timeout {timeout:g} s)")
+                    )
+            elif ev == "sent":
+                acked.add(m)
+            elif ev == "send_attempt" and m in firsts and r["ts"] > firsts[m]:
+                if m in dropped:
+                    bad.append(evidence(v, r, "attempted again after it was dropped"))
+                elif r["ts"] > firsts[m] + timeout + tol:
+                    late = r["ts"] - firsts[m]
+                    bad.append(
+                        evidence(
+                            v, r, f"attempted {late:.1f} s after its first attempt (timeout {timeout:g} s)"
+                        )
+                    )
+        for m, t in firsts.items():
+            if m not in acked and m not in dropped and t + timeout + tol < end:
+                bad.append(
+                    {
+                        "msg_id": m,
+                        "ts": rounded(t),
+                        "what": f"neither sent nor dropped {timeout:g} s after its first attempt",
+                    }
+                )
+    if not judged:
+        return not_applicable("publisher_timeout", "nothing was published")
+    return verdict_of("publisher_timeout", bad, "mb.publisher.timeout not honoured", v.faults)
+
+
+def no_resend_after_ack(v: RunView) -> Check:
+    bad = []
+    for recs in v.records.values():
+        acked: dict[str, float] = {}
+        for r in recs:
+            m = str(r.get("msg_id"))
+            if r.get("event") == "sent":
+                acked.setdefault(m, r["ts"])
+            elif r.get("event") == "send_attempt" and m in acked:
+                bad.append(evidence(v, r, "sent again after the broker acknowledged it"))
+    return verdict_of("no_resend_after_ack", bad, "acknowledged messages sent again (duplicates)", v.faults)
+
+
+def publish_latency(v: RunView) -> Check:
+    """While a broker serves (no fault window near), a publish is acknowledged within the bound."""
+    limit = bound(v, "publish_latency_s")
+    bad, judged = [], False
+    for recs in v.records.values():
+        firsts = first_attempts(recs)
+        for r in recs:
+            if r.get("event") != "sent" or str(r.get("msg_id")) not in firsts:
+                continue
+            t0 = firsts[str(r["msg_id"])]
+            if any(w.start - 1.0 <= r["ts"] and t0 <= (w.end or float("inf")) + 5.0 for w in v.faults):
+                continue
+            judged = True
+            if r["ts"] - t0 > limit:
+                bad.append(
+                    evidence(
+                        v, r, f"acknowledged {r['ts'] - t0:.1f} s after its first attempt (bound {limit:g} s)"
+                    )
+                )
+    if not judged:
+        return not_applicable("publish_latency", "no publish away from fault windows")
+    return verdict_of("publish_latency", bad, "slow publishes on a serving broker")

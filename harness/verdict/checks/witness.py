@@ -1,0 +1,208 @@
+"""Checks against the brokers' own view (brokers/events.jsonl): a `subscribed` claim matched to a
+consumer on the broker it names, and granted subscriptions the broker left without a consumer."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from harness.verdict.checks.base import Check, not_applicable, rounded, verdict_of
+from harness.verdict.view import RunView
+from harness.verdict.witness import ABSENT_MIN_S, CLOCK_TOLERANCE_S, line_of
+from harness.witness.events import topic_destination
+
+
+@dataclass
+class Life:
+    """A granted subscription as the agent's log tells it: `subscribed` until its role lets go."""
+
+    agent: str
+    topic: str
+    start: float
+    end: float  # the role's next disconnected / connected, or inf
+    member: str | None
+    durable: bool
+    record: dict[str, Any]
+
+
+def sub_ids(v: RunView, agent: str, topic: str) -> set[str] | None:
+    """The client ids of an agent's subscription (docs/agent-semantics.md:
+    `<prefix>-<run>-<agent>-s<index>`); None (match on the destination alone) when unknown."""
+    wl = (v.agents.get(agent) or {}).get("workload") or {}
+    subs = [s.get("topic") for s in wl.get("subscriptions") or [] if isinstance(s, dict)]
+    if topic not in subs:
+        return None
+    prefix = str((v.agents.get(agent) or {}).get("conf", {}).get("mb.client.id.prefix", "bfh"))
+    raw = "-".join(p for p in (prefix, str(v.run.get("run", "")), agent, f"s{subs.index(topic)}") if p)
+    cid = re.sub(r"[^A-Za-z0-9_-]", "_", raw)
+    seen = {r.get("client_id") for r in v.broker_events if r.get("event") == "consumer_added"}
+    return {cid} if cid in seen else None
+
+
+def lives(v: RunView) -> list[Life]:
+    out = []
+    for agent, recs in v.records.items():
+        for i, r in enumerate(recs):
+            if r.get("event") != "subscribed":
+                continue
+            role = f"subscriber:{r.get('topic')}"
+            end = next(
+                (
+                    x["ts"]
+                    for x in recs[i + 1 :]
+                    if x.get("role") == role
+                    and (
+                        x.get("event") == "connected"
+                        or (
+                            x.get("event") == "disconnected"
+                            and not str(x.get("reason", "")).startswith("connect_failed")
+                        )
+                    )
+                ),
+                float("inf"),
+            )
+            out.append(
+                Life(
+                    agent,
+                    str(r.get("topic")),
+                    float(r["ts"]),
+                    float(end),
+                    v.broker(r.get("broker")),
+                    bool(r.get("durable", True)),
+                    r,
+                )
+            )
+    return out
+
+
+def _ev(life: Life, what: str, **kw: Any) -> dict[str, Any]:
+    return {
+        "ts": rounded(life.start),
+        "agent": life.agent,
+        "broker": life.member,
+        "source": "broker",
+        "what": what,
+        **kw,
+    }
+
+
+def witnessed_subscriptions(v: RunView) -> tuple[list[dict[str, Any]], int, int]:
+    """(violations, confirmed, unknown): each `subscribed` matched to a consumer on the member it
+    names no later than the record + CLOCK_TOLERANCE_S."""
+    w = v.witness
+    bad: list[dict[str, Any]] = []
+    ok = unknown = 0
+    for life in lives(v):
+        if life.member is None:
+            unknown += 1
+            continue
+        ids, dest = sub_ids(v, life.agent, life.topic), topic_destination(life.topic)
+        at = life.start + CLOCK_TOLERANCE_S
+        has = w.has_consumer(life.member, at, ids, dest)
+        if has is None:
+            unknown += 1
+        elif has:
+            ok += 1
+        else:
+            why = w.down_reason(life.member, at)
+            later = w.first_added(life.member, life.start, ids, dest)
+            seen = (
+                f"its first consumer came {float(later['ts']) - life.start:+.3f} s later"
+                if later
+                else "no consumer followed"
+            )
+            state = f"{life.member} was down: {why}" if why else f"{life.member} had no consumer of it"
+            bad.append(
+                _ev(
+                    life,
+                    f"subscribed {life.topic} at {rounded(life.start)} but {state} "
+                    f"(tolerance {CLOCK_TOLERANCE_S:g} s); {seen}",
+                    lines=[line_of(later)] if later else [],
+                )
+            )
+    return bad, ok, unknown
+
+
+def broker_consumers(v: RunView) -> Check:
+    """A subscription the broker granted but holds no consumer for (the link-stealing race): while
+    the agent's connection stays up, the observer sees no consumer of it for ABSENT_MIN_S or more.
+    A broker finding: its failures are blamed on the broker."""
+    w = v.witness
+    if not w.advisory:
+        return not_applicable("broker_consumers", "no broker witness records (brokers/events.jsonl)")
+    bad, judged = [], False
+    for life in lives(v):
+        if life.member is None:
+            continue
+        ids, dest = sub_ids(v, life.agent, life.topic), topic_destination(life.topic)
+        gone = absent_from(v, life, ids, dest)
+        judged = judged or gone is not None
+        if not isinstance(gone, tuple):
+            continue
+        t0, t1 = gone
+        stolen = w.stolen(life.member, ids, life.start - 30.0, t1)
+        bad.append(
+            {
+                **_ev(
+                    life,
+                    f"{life.member} granted {life.topic} at {rounded(life.start)} yet held no consumer of it "
+                    f"from {rounded(t0)} for {t1 - t0:.1f} s while the agent stayed connected"
+                    + (f"; {len(stolen)} stolen link(s)" if stolen else ""),
+                ),
+                "ts": rounded(t0),
+                "blame": "broker",
+                "lines": [line_of(r) for r in stolen[:5]],
+            }
+        )
+    if not judged:
+        return not_applicable("broker_consumers", "no granted subscription the observer could see")
+    c = verdict_of(
+        "broker_consumers", bad, "SUBACK granted, no consumer on the broker (broker finding)", v.faults
+    )
+    c.blame = "broker" if bad else None
+    return c
+
+
+def absent_from(v: RunView, life: Life, ids: set[str] | None, dest: str) -> tuple[float, float] | None | bool:
+    """The first stretch (≥ ABSENT_MIN_S, fully observed) in which the member had no consumer of a
+    live subscription; False when it always had one where seen; None when never seen."""
+    w = v.witness
+    end = min(life.end, v.traffic_end() or life.end)
+    t, step, seen = life.start + CLOCK_TOLERANCE_S, 0.25, False
+    run: float | None = None
+    while t < end:
+        has = (
+            w.has_consumer(life.member or "", t, ids, dest)
+            if not w.down_reason(life.member or "", t)
+            else None
+        )
+        if has is None:
+            run = None
+        else:
+            seen = True
+            if has:
+                run = None
+            elif run is None:
+                run = t
+            elif t - run >= ABSENT_MIN_S:
+                stop = t
+                while stop < end and w.has_consumer(life.member or "", stop, ids, dest) is False:
+                    stop += step
+                return run, stop
+        t += step
+    return False if seen else None
+
+
+def consumer_confirmed(v: RunView) -> Check:
+    """Every `subscribed` claim matched to a consumer on the broker it names (brokers/events.jsonl,
+    within the clock tolerance); an observer gap is unknown, never a pass or fail by silence."""
+    seen, ok, unknown = witnessed_subscriptions(v)
+    if not (seen or ok):
+        return not_applicable(
+            "consumer_confirmed", f"no claim the broker's view could judge ({unknown} unknown)"
+        )
+    c = verdict_of("consumer_confirmed", seen, "subscribed before the broker had the consumer", v.faults)
+    witness = f"broker witness: {ok} confirmed, {len(seen)} before the consumer, {unknown} unknown"
+    c.detail = f"{c.detail}; {witness}" if c.detail else witness
+    return c

@@ -1,0 +1,206 @@
+"""The one verdict: every checker runs, the verdict is the list of broken gated promises.
+
+`judge(run_dir)` reads the run from disk (so pytest, `bfh validate`, `bfh run`, `bfh report` and
+`bfh judge RUN_DIR` agree), writes the table into analysis/summary.json (`checks`, `verdict`,
+`broken`, `gates`, `reported`) and returns a `Verdict`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.verdict import blame as blaming
+from harness.verdict.checks import PROMISES, Check
+from harness.verdict.view import RunView, VerdictError
+
+#: computed and reported on every run, gated only where a scenario names them: the observer's view
+#: lags under load (a consumer seen 6-8 s after its SUBACK with three test workers on two cores),
+#: so its claims are evidence until the observer keeps up (docs/verdict.md)
+REPORTED_ONLY = ("consumer_confirmed", "broker_consumers")
+#: what a scenario gates unless it says otherwise: every other promise
+DEFAULT_GATES: tuple[str, ...] = tuple(p for p in PROMISES if p not in REPORTED_ONLY)
+#: gated whatever a scenario says: a run that proves nothing is never a pass
+ALWAYS_GATED = ("non_vacuous",)
+#: gate policies: `all` counts every anomaly; `agent` only those blamed on the agent
+GATE_POLICIES = ("all", "agent")
+#: findings about the brokers: warnings, not gated, under `--gate agent`
+BROKER_PROMISES = ("broker_consumers", "bridge_health")
+
+
+@dataclass
+class Verdict:
+    verdict: str  # pass | fail | n/a (the agent refused what the run needs, e.g. ssl:// URLs)
+    checks: list[Check]
+    gates: list[str]
+    run_dir: Path
+    note: str = ""
+    broken: list[str] = field(default_factory=list)  # gated promises that failed
+    reported: list[str] = field(default_factory=list)  # failed but not gated by this scenario
+    gate: str = "all"  # the gate policy (GATE_POLICIES)
+    warnings: list[str] = field(default_factory=list)  # broker findings under `--gate agent`
+    blame: dict[str, dict[str, int]] = field(default_factory=dict)  # class -> blame -> count
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict != "fail"
+
+    def check(self, promise: str) -> Check:
+        return next(c for c in self.checks if c.promise == promise)
+
+    def table(self) -> list[dict[str, Any]]:
+        return [{**c.to_dict(), "gated": c.promise in self.gates} for c in self.checks]
+
+    def message(self, what: str = "") -> str:
+        """Every broken promise, one line each, with its evidence (a pytest failure message)."""
+        head = f"{what}: " if what else ""
+        lines = [f"{head}verdict {self.verdict.upper()}: {len(self.broken)} broken promise(s) {self.broken}"]
+        if self.note:
+            lines.append(f"  note: {self.note}")
+        for c in self.checks:
+            if c.status != "fail":
+                continue
+            tag = "BROKEN" if c.promise in self.broken else "reported (not gated)"
+            if c.promise in self.warnings:
+                tag = "WARNING (broker finding)"
+            ev = "; ".join(_evidence_line(e) for e in c.evidence[:3])
+            where = f" [fault {c.fault}]" if c.fault else ""
+            lines.append(f"  {tag} {c.promise}: {c.count} — {c.detail}{where}; e.g. {ev}")
+        lines.append(f"  run folder: {self.run_dir}")
+        return "\n".join(lines)
+
+
+def _evidence_line(e: dict[str, Any]) -> str:
+    keys = ("msg_id", "agent", "role", "broker", "ts")
+    ids = " ".join(f"{k}={e[k]}" for k in keys if e.get(k) is not None)
+    return f"{e.get('what', '')} ({ids})" if ids else str(e.get("what", ""))
+
+
+def _refused_scheme(v: RunView) -> str:
+    """An agent that exited on a URL scheme it does not support: its promises are not applicable."""
+    early = v.observations.get("agents_exited_early") or []
+    out = []
+    for agent in early:
+        schemes = {u.split("://")[0] for u in v.urls(agent) if "://" in u}
+        connected = any(r.get("event") == "connected" for r in v.records.get(agent, []))
+        said = _agent_output(v, agent).lower()
+        named = sorted(s for s in schemes if s.lower() in said)
+        if named and not connected:
+            out.append(
+                f"{agent} exited without connecting, refusing the {', '.join(named)}:// URLs of its mb.urls"
+            )
+    return "; ".join(out) if out and len(out) == len(v.agents or early) else ""
+
+
+def _agent_output(v: RunView, agent: str) -> str:
+    path = v.run_dir / "agents" / agent / "agent.out"
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[-4000:]
+    except OSError:
+        return ""
+
+
+def judge(
+    run_dir: Path,
+    gates: list[str] | tuple[str, ...] | None = None,
+    summary: dict[str, Any] | None = None,
+    gate: str | None = None,
+) -> Verdict:
+    """Judge a reconciled run folder; raises VerdictError when it cannot be judged at all.
+    `gate` (default: the run's `params.gate`, else `all`): `agent` fails only on anomalies blamed
+    on the agent and lists the broker findings as warnings."""
+    v = RunView.load(run_dir, summary)
+    gate = gate or str(v.params.get("gate") or "all")
+    if gate not in GATE_POLICIES:
+        raise VerdictError(f"unknown gate policy {gate!r}; known: {', '.join(GATE_POLICIES)}")
+    if not v.summary:
+        raise VerdictError(
+            f"{v.run_dir}: no analysis/summary.json (reconcile it first: bfh reconcile RUN_DIR)"
+        )
+    refused = _refused_scheme(v)
+    if not refused and not v.records and not v.observations.get("agent_exit"):
+        # a harness run whose agents logged nothing is judged (and fails); a bare folder is an error
+        raise VerdictError(f"{v.run_dir}: no agent message logs (agents/*/messages.jsonl): nothing to judge")
+    if gates is None:
+        gates = v.scenario.get("gates") or DEFAULT_GATES
+    gates = [*gates, *(g for g in ALWAYS_GATED if g not in gates)]
+    unknown = sorted(set(gates) - set(PROMISES))
+    if unknown:
+        raise VerdictError(f"unknown promise(s) {unknown}; known: {', '.join(PROMISES)}")
+    checks = [p.check(v) for p in PROMISES.values()]
+    blamed = blaming.assign(v)
+    if blamed:
+        blaming.write(v, blamed)
+    warnings: list[str] = []
+    if gate == "agent":
+        checks = [_agent_only(c, blamed) if c.promise == "at_least_once" else c for c in checks]
+        warnings = [c.promise for c in checks if c.promise in BROKER_PROMISES and c.status == "fail"]
+        gates = [g for g in gates if g not in BROKER_PROMISES]
+    if refused:
+        checks = [Check(c.promise, "n/a", detail="not applicable: " + refused) for c in checks]
+    broken = [c.promise for c in checks if c.status == "fail" and c.promise in gates]
+    reported = [c.promise for c in checks if c.status == "fail" and c.promise not in gates]
+    verdict = "n/a" if refused else ("fail" if broken else "pass")
+    reported = [p for p in reported if p not in warnings]
+    out = Verdict(
+        verdict,
+        checks,
+        list(gates),
+        v.run_dir,
+        refused,
+        broken,
+        reported,
+        gate,
+        warnings,
+        blaming.counts(blamed),
+    )
+    _write(v, out)
+    return out
+
+
+def _agent_only(c: Check, blamed: list[blaming.Blamed]) -> Check:
+    """at_least_once under `--gate agent`: only the lost deliveries blamed on the agent count."""
+    lost = [b for b in blamed if b.status == "lost"]
+    mine = [b for b in lost if b.blame == "agent"]
+    others = ", ".join(f"{k}={n}" for k, n in sorted(Counter(b.blame for b in lost).items()) if k != "agent")
+    note = f"gate agent: {len(mine)} of {len(lost)} lost blamed on the agent" + (
+        f" ({others})" if others else ""
+    )
+    if not mine:
+        return Check(c.promise, "pass" if c.status != "n/a" else "n/a", detail=note)
+    ev = [
+        {"msg_id": b.msg_id, "agent": b.subscriber, "ts": b.ts, "what": "; ".join(b.evidence)} for b in mine
+    ]
+    return Check(c.promise, "fail", len(mine), ev[:5], c.fault, note, "agent")
+
+
+def _write(v: RunView, verdict: Verdict) -> None:
+    summary = dict(v.summary)
+    summary.update(
+        verdict=verdict.verdict,
+        broken=verdict.broken,
+        reported=verdict.reported,
+        gates=verdict.gates,
+        checks=verdict.table(),
+        scenario=v.scenario.get("name"),
+        gate=verdict.gate,
+        warnings=[c.to_dict() for c in verdict.checks if c.promise in verdict.warnings],
+        blame=verdict.blame,
+    )
+    if verdict.note:
+        summary["note"] = verdict.note
+    path = v.run_dir / "analysis" / "summary.json"
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    v.summary.clear()
+    v.summary.update(summary)
+
+
+def judged_summary(run_dir: Path) -> dict[str, Any]:
+    """summary.json as the last judge left it."""
+    return json.loads((Path(run_dir) / "analysis" / "summary.json").read_text(encoding="utf-8"))

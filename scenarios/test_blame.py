@@ -1,0 +1,100 @@
+"""Blame (harness.verdict.blame) and the broker witness checks on real brokers: the agent's claims
+against the broker's own view (brokers/events.jsonl), and whose fault each lost delivery is.
+
+- subscribed_early: its `subscribed` before the broker had the consumer is named with the broker's
+  evidence;
+- pause-master with an agent that reconnects durable clients without the reference's probe: the
+  thawed master steals the subscribers' links, the losses are the broker's (`Stealing link`);
+  `--gate agent` passes at_least_once and lists the finding as a warning;
+- pause-master with an agent that never resubscribes: the same kind of losses are the agent's;
+- STOMP across a network of pairs, the subscriber side's master killed (docs/scenarios.md, "Known
+  finding"): when the new bridge starts before the durable subscriber is back, what the source
+  accepted meanwhile is lost, and the loss is the broker's (the reference agent, bridge evidence).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import catalog
+from harness.verdict import RunView, judge
+from scenarios.support import run_defect
+
+pytestmark = [pytest.mark.verdict_power, pytest.mark.broker, pytest.mark.spark, pytest.mark.timeout(900)]
+
+# the catalog entry as it is. The naive agent's links are stolen on every thaw (2 runs of 2), but
+# the steal left a granted subscription without a consumer in none of them: losing deliveries is
+# a rarer race (the soak's 109 lost), so a run without loss skips rather than passes.
+PAUSE = catalog.SCENARIOS["pause-master"]
+
+
+def _run(sc, defect, reports_root, backend_kind, scenario_record):
+    return run_defect(sc, defect, reports_root, backend_kind, scenario_record, f"blame-{defect}")
+
+
+def test_subscribed_early_named_with_broker_evidence(reports_root, backend_kind, scenario_record):
+    sc = catalog.with_changes("masterslave", count=60)
+    res = _run(sc, "subscribed_early", reports_root, backend_kind, scenario_record)
+    assert res.verdict.check("subscription_confirmed").status == "fail", res.verdict.message()
+    c = res.verdict.check("consumer_confirmed")  # the broker's own view of the same claims
+    assert c.status == "fail", res.verdict.message()
+    broker = [e for e in c.evidence if e.get("source") == "broker"]
+    assert broker, f"no broker evidence in {c.evidence}"
+    assert "before the consumer" in c.detail and " 0 before" not in c.detail, c.detail
+
+
+def test_naive_reconnect_losses_blamed_on_broker(reports_root, backend_kind, scenario_record):
+    res = _run(PAUSE, "naive_durable_reconnect", reports_root, backend_kind, scenario_record)
+    stolen = [
+        r
+        for r in RunView.load(res.run_dir).broker_events
+        if r["event"] == "link_stolen" and "-s" in str(r.get("client_id"))
+    ]
+    assert stolen, f"the thawed master stole no subscriber link (the naive agent's defect): {res.run_dir}"
+    blame = res.summary["blame"]["lost"]
+    lost = res.summary["deliveries"]["lost"]
+    if lost == 0:  # the steal did not leave a consumerless subscription this time (a race)
+        pytest.skip(f"{len(stolen)} subscriber links stolen, no delivery lost: race not reproduced")
+    assert blame["broker"] == lost, f"lost {lost}, blamed {blame}: {res.run_dir}"
+    finding = res.verdict.check("broker_consumers")
+    assert finding.status == "fail" and finding.blame == "broker", res.verdict.message()
+    lines = [ln for e in finding.evidence for ln in e.get("lines", [])]
+    assert any("Stealing link" in ln for ln in lines), f"no Stealing link evidence: {finding.evidence}"
+    agent_gate = judge(res.run_dir, gate="agent")
+    assert agent_gate.check("at_least_once").status == "pass", agent_gate.message()
+    assert "broker_consumers" in agent_gate.warnings and "broker_consumers" not in agent_gate.broken
+    assert judge(res.run_dir).verdict == "fail"  # the default gate counts every anomaly
+
+
+def test_never_resubscribes_losses_blamed_on_agent(reports_root, backend_kind, scenario_record):
+    res = _run(PAUSE, "never_resubscribes", reports_root, backend_kind, scenario_record)
+    blame = res.summary["blame"]["lost"]
+    lost = res.summary["deliveries"]["lost"]
+    assert lost > 0, f"nothing lost: {res.run_dir}"
+    assert blame["agent"] == lost, f"lost {lost}, blamed {blame}: {res.run_dir}"
+    agent_gate = judge(res.run_dir, gate="agent")
+    assert "at_least_once" in agent_gate.broken, agent_gate.message()
+
+
+@pytest.mark.extended  # a timing race: lost in some runs, not in others
+@pytest.mark.network
+def test_stomp_network_losses_blamed_on_broker(reports_root, backend_kind, scenario_record):
+    sc = catalog.with_changes("network", protocol="stomp")
+    out = catalog.run(
+        sc,
+        catalog.topology_named(sc.topology),
+        reports=reports_root,
+        backend=backend_kind,
+        show_progress=False,
+        label="blame-stomp-network",
+    )
+    res = out.result
+    scenario_record(res)
+    lost = res.summary["deliveries"]["lost"]
+    if lost == 0:  # the subscriber was back before the bridge this time
+        pytest.skip("the STOMP subscriber was back before the bridge: race not reproduced")
+    blame = res.summary["blame"]["lost"]
+    assert blame["broker"] == lost, f"lost {lost}, blamed {blame}: {res.run_dir}"
+    agent_gate = judge(res.run_dir, gate="agent")
+    assert agent_gate.check("at_least_once").status == "pass", agent_gate.message()
+    assert judge(res.run_dir).verdict == "fail"  # the default gate counts every anomaly (and is kept)

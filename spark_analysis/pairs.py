@@ -1,0 +1,260 @@
+"""Stage 2: one row per (message, subscription) pair, classified -> ``messages.parquet``.
+
+Publisher records and receipts are aggregated per message (the staged buckets come sorted by
+``msg_id``), each subscription's filter is matched against the topic, and every pair that is
+expected, matched or received gets its status (docs/reconciliation.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from spark_analysis.facts import Facts
+from spark_analysis.frames import values
+from spark_analysis.ingest import MESSAGE_EVENTS
+from spark_analysis.policy import Policy
+
+#: unique-per-row columns: dictionary encoding only costs CPU before Parquet falls back
+_NO_DICTIONARY = (
+    "msg_id", "first_attempt_ts", "first_attempt_seq", "ack_ts", "drop_ts", "first_receipt_ts",
+    "first_receipt_seq", "latency_s",
+)  # fmt: skip
+
+
+def _writer(w: Any) -> Any:
+    w = w.mode("overwrite")
+    for c in _NO_DICTIONARY:
+        w = w.option(f"parquet.enable.dictionary#{c}", "false")
+    return w
+
+
+def write_pairs(spark: Any, ev: Any, facts: Facts, policy: Policy, messages_path: Path) -> Any:
+    """Classify every pair of the staged events ``ev``, write them under ``messages_path``
+    (partitioned by run key) and return them as a DataFrame read back from there."""
+    from pyspark.sql import functions as F
+
+    from spark_analysis.mqtt import match_expr
+
+    col, S, pol = F.col, facts.smax, policy
+
+    def h(name: str) -> Any:
+        return F.when(col(name).isNotNull(), F.xxhash64(name))
+
+    # publisher records (kind 0 attempt, 1 sent, 2 dropped) and receipts (kind 3, with the
+    # run-local subscription index j) in one stream; the staged events come bucketed by msg_id,
+    # so a single run aggregates per message without a shuffle (several runs: Spark shuffles)
+    kind = (
+        F.when(col("event") == "send_attempt", 0)
+        .when(col("event") == "sent", 1)
+        .when(col("event") == "dropped", 2)
+        .when(col("event") == "received", 3)
+        .cast("byte")
+    )
+    subs_df = values(
+        spark,
+        [(s["rk"], s["agent"], s["filter"], s["j"]) for s in facts.subs],
+        "rk int, agent string, subscription string, j int",
+    )
+    pub = kind < 3
+    rows = (
+        ev.where(col("event").isin(*MESSAGE_EVENTS))
+        .join(F.broadcast(subs_df), ["rk", "agent", "subscription"], "left")
+        .select(
+            "rk",
+            "msg_id",
+            kind.alias("kind"),
+            "ts",
+            "seq",
+            F.when(pub, h("agent")).alias("agent_h"),
+            F.when(pub, h("topic")).alias("topic_h"),
+            F.when(pub, col("qos")).alias("qos"),
+            F.when(pub, F.greatest("attempt", "attempts")).alias("att"),
+            F.when(pub, h("reason")).alias("reason_h"),
+            F.when(kind == 2, col("handed_to_broker")).alias("handed"),
+            F.when(kind == 3, col("j")).alias("j"),
+        )
+    )
+    k = col("kind")
+    is_pub = k < 3
+    # the first publisher record is the first send_attempt whenever there is one (sent and
+    # dropped follow their attempts in the publisher's own log)
+    aggs = [
+        F.count(F.when(is_pub, 1)).alias("pub_records"),
+        F.min(F.when(is_pub, col("ts"))).alias("first_attempt_ts"),
+        F.min(F.when(is_pub, col("seq"))).alias("first_attempt_seq"),
+        F.min("agent_h").alias("publisher_h"),
+        F.min("topic_h").alias("topic_h"),
+        F.max(F.when(k <= 1, col("qos"))).alias("qos"),
+        F.count(F.when(k == 0, 1)).alias("attempt_records"),
+        F.max("att").alias("attempts"),
+        F.min(F.when(k == 1, col("ts"))).alias("ack_ts"),
+        F.min(F.when(k == 2, col("ts"))).alias("drop_ts"),
+        F.min("reason_h").alias("reason_h"),
+        F.max("handed").alias("drop_handed"),
+    ]
+    for J in range(S):
+        hit = col("j") == J
+        aggs += [
+            F.count(F.when(hit, 1)).alias(f"n{J}"),
+            F.min(F.when(hit, col("ts"))).alias(f"f{J}"),
+            F.min(F.when(hit, col("seq"))).alias(f"s{J}"),
+        ]
+    if facts.runs == 1:
+        # grouped by msg_id alone, the order of the sorted buckets satisfies the aggregation
+        # (a constant rk in the key would not): a streaming sort aggregation, no hash map
+        msg = rows.groupBy("msg_id").agg(*aggs).withColumn("rk", F.lit(0))
+    else:
+        msg = rows.groupBy("rk", "msg_id").agg(*aggs)
+    dim = values(spark, facts.dims, "rk int, kind string, value string").withColumn("h", F.xxhash64("value"))
+
+    def decode(df: Any, kind: str, hcol: str, out: str) -> Any:
+        d = F.broadcast(
+            dim.where(col("kind") == kind).select(
+                col("rk").alias("_rk"), col("h").alias("_h"), col("value").alias(out)
+            )
+        )
+        return df.join(d, (df["rk"] == d["_rk"]) & (df[hcol] == d["_h"]), "left").drop("_rk", "_h", hcol)
+
+    msg = decode(msg, "agent", "publisher_h", "publisher")
+    msg = decode(msg, "topic", "topic_h", "topic")
+    msg = decode(msg, "reason", "reason_h", "drop_reason")
+    attempted = col("pub_records") > 0
+    msg = msg.withColumn(
+        "state",
+        F.when(~attempted, F.lit("unexpected"))
+        .when(col("ack_ts").isNotNull(), F.lit("acknowledged"))
+        .when(col("drop_ts").isNotNull(), F.lit("dropped"))
+        .otherwise(F.lit("in_doubt")),
+    )
+    # which subscriptions' filters match each topic: distinct topics x subscriptions (small),
+    # matched in Spark SQL, pivoted to one boolean per run-local subscription index
+    if S:
+        topics = values(spark, facts.topics, "rk int, topic string")
+        subs_f = subs_df.select("rk", "j", col("subscription").alias("filter"))
+        tm = (
+            topics.join(F.broadcast(subs_f), "rk")
+            .where(match_expr("filter", "topic"))
+            .groupBy("rk", "topic")
+            .agg(*[F.max(col("j") == J).alias(f"m{J}") for J in range(S)])
+        )
+        msg = msg.join(F.broadcast(tm), ["rk", "topic"], "left")
+
+    # one row per (message, subscription) pair that is expected, matched or received; one row
+    # without subscription for a message that has none of them
+    keeps: list[Any] = []
+    structs = []
+    for J in range(S):
+        m = F.coalesce(col(f"m{J}"), F.lit(False))
+        keep = m | (col(f"n{J}") > 0)
+        sub_first = facts.sub_lookup("first_ts", F.lit(J), "double")
+        expected = F.coalesce(m & (sub_first < col("first_attempt_ts")), F.lit(False))
+        first = keep
+        for prev in keeps:
+            first = first & ~prev
+        structs.append(
+            F.struct(
+                F.lit(J).cast("int").alias("j"),
+                keep.alias("keep"),
+                first.alias("msg_row"),
+                col(f"n{J}").cast("int").alias("received"),
+                col(f"f{J}").alias("first_receipt_ts"),
+                col(f"s{J}").alias("first_receipt_seq"),
+                m.alias("matches"),
+                expected.alias("expected"),
+            )
+        )
+        keeps.append(keep)
+    none_keep = F.lit(True)
+    for kp in keeps:
+        none_keep = none_keep & ~kp
+    structs.append(
+        F.struct(
+            F.lit(None).cast("int").alias("j"),
+            none_keep.alias("keep"),
+            none_keep.alias("msg_row"),
+            F.lit(0).alias("received"),
+            F.lit(None).cast("double").alias("first_receipt_ts"),
+            F.lit(None).cast("long").alias("first_receipt_seq"),
+            F.lit(False).alias("matches"),
+            F.lit(False).alias("expected"),
+        )
+    )
+    msg_cols = [
+        "rk", "msg_id", "publisher", "topic", "qos", "state", "attempts", "attempt_records",
+        "first_attempt_ts", "first_attempt_seq", "ack_ts", "drop_ts", "drop_reason",
+        "drop_handed",
+    ]  # fmt: skip
+    pairs = msg.select(*msg_cols, F.inline(F.array(*structs))).where(col("keep"))
+    j = col("j")
+    durable = facts.sub_lookup("durable", j, "boolean")
+    sub_qos = facts.sub_lookup("qos", j, "int")
+    n = col("received")
+    attempted = col("state") != "unexpected"
+    expected = col("expected")
+    acked = col("state") == "acknowledged"
+    alo = (
+        (F.coalesce(col("qos"), F.lit(0)) >= 1)
+        & F.coalesce(durable, F.lit(False))
+        & (F.coalesce(sub_qos, F.lit(1)) >= 1)
+    )
+    status = (
+        F.when(j.isNull(), F.lit(None).cast("string"))
+        .when(~attempted, F.lit("unexpected"))
+        .when(expected & (n > 0) & ~acked, F.lit("ghost"))
+        .when(expected & (n == 1), F.lit("ok"))
+        .when(expected & (n > 1), F.lit("duplicated"))
+        .when(expected & acked & alo, F.lit("lost"))
+        .when(expected & acked, F.lit("missed"))
+        .when(expected & (col("state") == "dropped"), F.lit("dropped_expected"))
+        .when(expected, F.lit("in_doubt_missing"))
+        .when((n > 0) & ~acked, F.lit("ghost"))
+        .when((n > 0) & col("matches"), F.lit("extra"))
+        .when(n > 0, F.lit("misrouted"))
+    )
+    # dropped after a broker was handed the message: its fate was unknown at the drop
+    handed_drop = (col("state") == "dropped") & F.coalesce(col("drop_handed"), F.lit(False))
+    ghost_kind = (
+        F.when(col("state") == "in_doubt", F.lit("in_doubt"))
+        .when(handed_drop, F.lit("in_doubt"))
+        .when(col("drop_reason").isin(*pol.ghost_timeout_reasons), F.lit("timeout"))
+        .otherwise(F.lit("dropped_other"))
+    )
+    run_name = F.element_at(F.array(*[F.lit(r) for r in facts.run_ids]), col("rk") + 1)
+    has_sub = j.isNotNull()
+    out = pairs.select(
+        "rk",
+        run_name.alias("run"),
+        "msg_id",
+        "publisher",
+        "topic",
+        "qos",
+        "state",
+        "attempts",
+        "attempt_records",
+        "first_attempt_ts",
+        "first_attempt_seq",
+        "ack_ts",
+        "drop_ts",
+        "drop_reason",
+        j.alias("sub_index"),
+        facts.sub_lookup("agent", j, "string").alias("subscriber"),
+        facts.sub_lookup("filter", j, "string").alias("subscription"),
+        durable.alias("durable"),
+        sub_qos.alias("sub_qos"),
+        F.when(has_sub, expected).alias("expected"),
+        F.when(has_sub & attempted, F.when(alo, "at-least-once").otherwise("best-effort")).alias("guarantee"),
+        n.alias("received"),
+        "first_receipt_ts",
+        "first_receipt_seq",
+        (col("first_receipt_ts") - col("first_attempt_ts")).alias("latency_s"),
+        status.alias("status"),
+        F.when(status == "ghost", ghost_kind).alias("ghost_kind"),
+        "msg_row",
+    )
+    # one write, partitioned by run; each partition later moves into its run folder
+    if facts.runs == 1:  # no partitioning, hence no sort before the write
+        _writer(out.drop("rk").write).parquet(str(messages_path / "rk=0"))
+    else:
+        _writer(out.write.partitionBy("rk")).parquet(str(messages_path))
+    return spark.read.schema(out.schema).parquet(str(messages_path))

@@ -1,0 +1,46 @@
+"""A Spark session made ready in the background while a run's brokers and traffic go: a cold
+session and its first reconcile cost 10-15 s that the run's own reconcile would otherwise wait
+out (`bfh validate`, `bfh run`, a pytest worker without the shared server)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+_lock = threading.Lock()
+_warmed = False
+last_error: str | None = None  # what went wrong in the last warm-up (it never raises)
+
+
+def warm_up(small: bool = True) -> bool:
+    """Start the session and reconcile a tiny run on it: classes loaded, plans compiled. Once per
+    process; on a shared or remote server only connect (the server warms itself). Never raises:
+    the real reconcile reports a broken Spark with its own error. True when Spark is warm."""
+    global _warmed, last_error
+    from spark_analysis.session import get_spark
+
+    with _lock:
+        if _warmed:
+            return True
+        try:
+            spark = get_spark(small=small)
+            if not os.environ.get("BFH_SPARK_REMOTE"):
+                from spark_analysis.reconcile import reconcile
+                from spark_analysis.testing.synth import tiny_history
+
+                with tempfile.TemporaryDirectory(prefix="bfh-warmup-") as tmp:
+                    reconcile([tiny_history(Path(tmp) / "warmup")], spark=spark)
+        except Exception as e:  # noqa: BLE001 - reported by the real reconcile
+            last_error = f"{type(e).__name__}: {e}"
+            return False
+        _warmed = True
+        return True
+
+
+def start(small: bool = True) -> threading.Thread:
+    """`warm_up` on a daemon thread; join it before the reconcile that should find Spark warm."""
+    t = threading.Thread(target=warm_up, args=(small,), name="spark-warmup", daemon=True)
+    t.start()
+    return t

@@ -1,0 +1,112 @@
+"""`bfh validate` with deployment files imported as they are (`config:`), against real brokers:
+Debian's stock activemq.xml as a pair, the clear static error when it lacks the agents' protocol,
+the examples/ops network, and a broker that starts on connectors other than the harness's."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_validate import bfh, running_under
+
+pytestmark = [pytest.mark.broker]
+ROOT = Path(__file__).resolve().parents[2]
+STOCK = Path("/etc/activemq/instances-available/main/activemq.xml")
+needs_stock = pytest.mark.skipif(not STOCK.exists(), reason="Debian's activemq package is not installed")
+
+
+def pair_topology(tmp_path: Path, extra: str = "", config: str = f"config: {STOCK}") -> Path:
+    f = tmp_path / "stock.yaml"
+    f.write_text(f"name: stock\ngroups:\n  - name: prod\n    kind: pair\n    {config}\n{extra}")
+    return f
+
+
+@needs_stock
+def test_stock_file_without_mqtt_fails_statically_in_seconds(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    t0 = time.monotonic()
+    p = bfh("validate", str(pair_topology(tmp_path)), "--scenarios", "masterslave", "--reports", str(reports))
+    elapsed = time.monotonic() - t0
+    assert p.returncode == 2, p.stderr
+    assert elapsed < 5, f"took {elapsed:.1f}s"
+    assert p.stderr.strip().count("\n") == 0, p.stderr
+    assert f"{STOCK}:49: the agents use MQTT" in p.stderr and "Fix:" in p.stderr
+    assert not reports.exists() or not any(reports.iterdir()), "nothing was started"
+
+
+@needs_stock
+@pytest.mark.spark
+def test_stock_file_as_a_pair_runs_masterslave_and_reports_the_rewrites(tmp_path: Path) -> None:
+    topo = pair_topology(tmp_path, "    connectors: [mqtt, openwire]\n")
+    p = bfh("validate", str(topo), "--scenarios", "masterslave", "--reports", str(tmp_path / "r"), "--json")
+    # The run happens (exit 0 or 1 is a verdict; 2 would be "could not run").
+    assert p.returncode in (0, 1), p.stderr[-3000:]
+    assert "warning: the file has no mqtt transportConnector" in p.stderr
+    [row] = json.loads(p.stdout)["scenarios"]
+    run = Path(row["run_dir"])
+    diff = (run / "brokers/prod-1/config.diff").read_text()
+    assert diff.startswith(f"--- {STOCK}\n+++ brokers/prod-1/conf/activemq.xml")
+    assert '+            brokerName="prod-1"' in diff
+    assert re.search(r'\+ +<transportConnector name="mqtt" uri="mqtt://127\.0\.0\.1:\d+"/>', diff)
+    assert f'+            <kahaDB directory="{run}/brokers/prod-store/kahadb"/>' in diff
+    rec = json.loads((run / "brokers/prod-2/config.json").read_text())
+    assert any("would not share a store" in w for w in rec["warnings"])
+    html = (run / "report.html").read_text()
+    assert 'id="configuration"' in html and "config.diff" in html
+    assert not running_under(tmp_path)
+
+
+@pytest.mark.spark
+@pytest.mark.network
+def test_example_ops_network_passes_validate(tmp_path: Path) -> None:
+    p = bfh(
+        "validate",
+        str(ROOT / "examples/ops/topology.yaml"),
+        "--reports",
+        str(tmp_path),
+        "--json",
+        timeout=900,
+    )
+    assert p.returncode == 0, p.stderr[-4000:]
+    rows = json.loads(p.stdout)["scenarios"]
+    assert [r["name"] for r in rows] == ["masterslave", "network"]
+    assert all(r["verdict"] == "pass" for r in rows), rows
+    index = Path(json.loads(p.stdout)["index"]).read_text()
+    assert 'id="configuration"' in index and "broker-a1.xml" in index
+    assert not running_under(tmp_path)
+
+
+def test_example_variant_with_seed002_static_list_is_flagged(tmp_path: Path) -> None:
+    src = ROOT / "examples/ops"
+    (tmp_path / "prod").mkdir()
+    for f in (src / "prod").iterdir():
+        text = f.read_text().replace("masterslave:(", "static:(")
+        (tmp_path / "prod" / f.name).write_text(text)
+    (tmp_path / "topology.yaml").write_text((src / "topology.yaml").read_text())
+    p = bfh("topology", "validate", str(tmp_path / "topology.yaml"))
+    assert p.returncode == 0, p.stderr
+    flagged = [ln for ln in p.stderr.splitlines() if "seed 002's anti-pattern" in ln]
+    assert len(flagged) == 3, p.stderr  # broker-a1.xml, broker-a2.xml, pair-b.xml
+    assert all("--scenarios network" in ln and "Fix: use masterslave:" in ln for ln in flagged)
+
+
+@needs_stock
+def test_broker_on_other_connectors_is_reported_as_that(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a free port for the file's own, fixed connector
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    xml = tmp_path / "fixed.xml"
+    xml.write_text(STOCK.read_text().replace("61616", str(port)))
+    topo = pair_topology(tmp_path, "    connectors: [openwire, stomp]\n", config=f"xml_file: {xml}")
+    t0 = time.monotonic()
+    p = bfh("validate", str(topo), "--scenarios", "masterslave", "--reports", str(tmp_path / "r"))
+    assert p.returncode == 2, p.stderr
+    assert time.monotonic() - t0 < 45, "not a bare 60 s readiness timeout"
+    assert "started but does not listen on its openwire port" in p.stderr, p.stderr
+    assert f"Listening for connections at: tcp://localhost:{port}" in p.stderr, "its connector lines"
+    assert not running_under(tmp_path)

@@ -1,0 +1,32 @@
+"""The background warm-up the runner starts: in a fresh process it brings up a session, reconciles
+its tiny run without an error, and leaves the session that the run's own reconcile then uses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+CODE = """
+from spark_analysis import warmup
+from spark_analysis.session import get_spark
+t = warmup.start(small=True)
+t.join(300)
+print("warm", warmup.warm_up(), warmup.last_error)
+spark = get_spark()
+print("same", spark.sparkContext.getConf().get("spark.driver.extraJavaOptions"))
+"""
+
+
+def test_warm_up_leaves_a_warm_small_session_for_the_reconcile() -> None:
+    # a local session: not the shared server this test's own worker may be using
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BFH_SPARK_", "SPARK_CONNECT"))}
+    out = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=400, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = dict(ln.split(" ", 1) for ln in out.stdout.splitlines() if " " in ln)
+    assert lines.get("warm") == "True None", out.stdout
+    assert "TieredStopAtLevel=1" in lines.get("same", ""), out.stdout  # the small session, reused
