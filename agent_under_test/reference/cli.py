@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 from agent_under_test.config import (
     EXIT_CONFIG,
@@ -64,7 +65,7 @@ def quiet_client_logs() -> None:
 
 def main(
     prog: str, factory: Callable[[AgentConf, Workload, Path], Agent], argv: Sequence[str] | None = None
-) -> int:
+) -> NoReturn:
     # A stop request that arrives while the config loads is kept, not fatal (exit 0, not -15).
     early: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, frame: early.append(signum))
@@ -80,4 +81,10 @@ def main(
     signal.signal(signal.SIGINT, _on_signal)
     if early:
         agent.stop.set()
-    return agent.run()
+    status = agent.run()
+    # The log is closed. Client libraries' daemon threads (heart-beats, receivers) may still be
+    # inside OpenSSL; interpreter finalization and OpenSSL's exit handler would free what they
+    # use, so the process leaves without either.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

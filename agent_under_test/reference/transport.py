@@ -38,6 +38,11 @@ from agent_under_test.config import AgentConf, BrokerUrl, mqtt_topic, stomp_dest
 
 OnMessage = Callable[[str, bytes], None]
 
+# A STOMP link's close: how long the broker's DISCONNECT receipt may take before the receiver is
+# woken by force, and how long the woken receiver may take to end.
+DISCONNECT_RECEIPT_S = 1.0
+RECEIVER_STOP_S = 2.0
+
 
 class LinkError(Exception):
     def __init__(self, kind: str, detail: str) -> None:
@@ -474,8 +479,32 @@ class StompLink(Link):
     def _abort(self) -> None:
         if self.closed_reason is None:
             self.closed_reason = "aborted"
+        self._teardown(receipt_wait=0.0)
+
+    def _teardown(self, receipt_wait: float) -> None:
+        """Stop stomp.py's receiver before anyone else touches the socket.
+
+        One TLS connection must not be used by two threads at once: stomp.py's receiver unwraps
+        the socket itself when the DISCONNECT receipt comes, and an unwrap from this thread at
+        the same moment corrupted the heap (the agent died with SIGABRT on a TLS shutdown). So
+        the receiver gets `receipt_wait` s to finish on its own, then is woken by a plain
+        shutdown of the file descriptor (no TLS call), and the socket is closed after it ends.
+        """
+        transport = self.conn.transport
+        rx = transport.receiver_thread
+        if rx is not None and rx is not threading.current_thread() and rx.is_alive():
+            rx.join(receipt_wait)
+            if rx.is_alive():
+                transport.running = False
+                sock = transport.socket
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                rx.join(RECEIVER_STOP_S)
+            if rx.is_alive():
+                return  # never seen; leave the socket to its thread rather than race it
         with contextlib.suppress(Exception):
-            self.conn.transport.disconnect_socket()
+            transport.disconnect_socket()
 
     def _next_receipt(self, prefix: str) -> str:
         self._receipt_seq += 1
@@ -533,12 +562,13 @@ class StompLink(Link):
                     self.closed_reason = f"connection_lost: send {_describe(e)}"
 
     def close(self) -> None:
+        receipt_wait = 0.0
         if self.closed_reason is None:
             self.closed_reason = "closed"
             with contextlib.suppress(Exception):
                 self.conn.disconnect()
-        with contextlib.suppress(Exception):
-            self.conn.transport.disconnect_socket()
+                receipt_wait = DISCONNECT_RECEIPT_S
+        self._teardown(receipt_wait)
 
 
 class StompTransport(Transport):
