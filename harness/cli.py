@@ -262,6 +262,14 @@ def _reconcile(args: argparse.Namespace, rest: list[str]) -> int:
             return reconcile_main(rest)
         finally:  # its own parser prints the options; the examples follow
             print(EXAMPLES["reconcile"])
+    from harness.verdict import VerdictError, refuse_unjudgeable
+
+    try:
+        for d in run_dirs(rest):
+            refuse_unjudgeable(d)
+    except VerdictError as e:
+        err.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True, highlight=False)
+        return 2
     code = reconcile_main([*rest, "--quiet"])
     if code != 0:
         return code

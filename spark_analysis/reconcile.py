@@ -167,11 +167,12 @@ def reconcile(
         dirs.append(p)
     if len(set(dirs)) != len(dirs):
         raise InputError("the same run directory is given twice")
+    inputs = load_inputs(dirs)  # bad input is refused before a JVM starts
     if spark is None:
         from spark_analysis.session import SMALL_INPUT_BYTES, get_spark
 
         spark = get_spark(master, small=_log_bytes(dirs) < SMALL_INPUT_BYTES)
-    return run_job(spark, load_inputs(dirs), policy or Policy())
+    return run_job(spark, inputs, policy or Policy())
 
 
 def _log_bytes(dirs: list[Path]) -> int:

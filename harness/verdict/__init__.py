@@ -2,7 +2,16 @@
 reconciled run folder and writes the table into analysis/summary.json."""
 
 from harness.verdict.checks import PROMISES, Check
-from harness.verdict.judge import DEFAULT_GATES, Verdict, judge
+from harness.verdict.judge import DEFAULT_GATES, Verdict, judge, refuse_unjudgeable
 from harness.verdict.view import RunView, VerdictError
 
-__all__ = ["DEFAULT_GATES", "PROMISES", "Check", "RunView", "Verdict", "VerdictError", "judge"]
+__all__ = [
+    "DEFAULT_GATES",
+    "PROMISES",
+    "Check",
+    "RunView",
+    "Verdict",
+    "VerdictError",
+    "judge",
+    "refuse_unjudgeable",
+]

@@ -104,6 +104,23 @@ def _agent_output(v: RunView, agent: str) -> str:
         return ""
 
 
+def _nothing_to_judge(run_dir: Path) -> str:
+    return f"{run_dir}: no agent message logs (agents/*/messages.jsonl): nothing to judge"
+
+
+def refuse_unjudgeable(run_dir: Path) -> None:
+    """The refusal `judge` would give a folder that no harness run wrote and no agent logged in,
+    decided from file names alone, so `bfh reconcile` can refuse it before Spark starts."""
+    run_dir = Path(run_dir).resolve()
+    if not run_dir.is_dir():
+        raise VerdictError(f"{run_dir}: no such run folder")
+    if any(p.stat().st_size for p in (run_dir / "agents").glob("*/messages.jsonl")):
+        return
+    if (run_dir / "run.json").is_file():
+        return  # a harness run: judged (a run whose agents logged nothing fails)
+    raise VerdictError(_nothing_to_judge(run_dir))
+
+
 def judge(
     run_dir: Path,
     gates: list[str] | tuple[str, ...] | None = None,
@@ -124,7 +141,7 @@ def judge(
     refused = _refused_scheme(v)
     if not refused and not v.records and not v.observations.get("agent_exit"):
         # a harness run whose agents logged nothing is judged (and fails); a bare folder is an error
-        raise VerdictError(f"{v.run_dir}: no agent message logs (agents/*/messages.jsonl): nothing to judge")
+        raise VerdictError(_nothing_to_judge(v.run_dir))
     if gates is None:
         gates = v.scenario.get("gates") or DEFAULT_GATES
     gates = [*gates, *(g for g in ALWAYS_GATED if g not in gates)]

@@ -26,6 +26,7 @@ def test_reconcile_without_message_logs_is_an_error(tmp_path: Path) -> None:
     p = bfh("reconcile", str(run))
     assert p.returncode == 2, (p.stdout, p.stderr[-2000:])
     assert "error:" in p.stderr and "message logs" in p.stderr and "pass" not in p.stdout.lower()
+    assert not (run / "analysis").exists(), "refused before anything was reconciled or written"
 
 
 def test_judge_of_an_unreconciled_folder_is_an_error(tmp_path: Path) -> None:
