@@ -54,6 +54,8 @@ def test_validate_passing_pair(tmp_path: Path) -> None:
     assert not running_under(tmp_path)
 
 
+# extended: the default run gates the same defect (scenarios/test_controls.py); this is its CLI path
+@pytest.mark.extended
 def test_validate_flags_seed002_static_list(tmp_path: Path) -> None:
     topo = ROOT / "harness/topologies/seed002-static-list.yaml"
     p = bfh("validate", str(topo), "--scenarios", "network", "--reports", str(tmp_path), "--json")

@@ -63,6 +63,7 @@ def test_stock_file_as_a_pair_runs_masterslave_and_reports_the_rewrites(tmp_path
 
 @pytest.mark.spark
 @pytest.mark.network
+@pytest.mark.extended  # two scenarios on a network of pairs (45-90 s); the default run validates a pair
 def test_example_ops_network_passes_validate(tmp_path: Path) -> None:
     p = bfh(
         "validate",

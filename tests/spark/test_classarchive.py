@@ -11,7 +11,8 @@ import pytest
 
 from spark_analysis.classarchive import LOCAL_ONLY_DROP
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
+# extended: an install step (scripts/setup.sh builds the archive); a build and two JVMs take 40-120 s
+pytestmark = [pytest.mark.spark, pytest.mark.extended, pytest.mark.timeout(600)]
 
 # a child that starts a local Spark session and prints the JVM's mapped files
 MAPS = (
