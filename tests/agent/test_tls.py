@@ -71,6 +71,7 @@ def test_tls_wrong_ca_is_refused(tls_broker: Environment, tmp_path: Path) -> Non
     assert fails and all("tls" in f for f in fails), fails[:3]
 
 
+@pytest.mark.timeout(400)
 def test_tls_stomp_links_close_without_crashing(tls_broker: Environment) -> None:
     """stomp.py's receiver unwraps the TLS socket on the DISCONNECT receipt; a close that also
     unwrapped it from the owner's thread corrupted the heap (CI saw an agent die with SIGABRT on
@@ -81,7 +82,7 @@ def test_tls_stomp_links_close_without_crashing(tls_broker: Environment) -> None
         [sys.executable, "-m", "tests.agent.stomp_tls_churn", url, str(tls_broker.plan.ca_file), str(count)],
         capture_output=True,
         text=True,
-        timeout=150,
+        timeout=300,
     )
     assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-800:]}"
     failed = int(done.stdout.split()[-1])
