@@ -6,6 +6,7 @@ exits 0; a heap corruption in a close kills the process instead (SIGABRT or SIGS
 
 from __future__ import annotations
 
+import os
 import sys
 
 from agent_under_test.config import BrokerUrl, parse_agent_conf
@@ -29,6 +30,9 @@ def main(url: str, ca: str, count: int) -> None:
         if link is not None:
             link.close()
     print(f"links {count} failed {failed}", flush=True)
+    # leave as the agent does (agent_under_test/reference/cli.py): a heart-beat thread of the last
+    # link may still be alive, and finalization is not what this checks
+    os._exit(0)
 
 
 if __name__ == "__main__":
