@@ -1,5 +1,6 @@
 """The background warm-up the runner starts: in a fresh process it brings up a session, reconciles
-its tiny run without an error, and leaves the session that the run's own reconcile then uses."""
+its tiny run without an error, and leaves the session that the run's own reconcile then uses, with
+room for the compiled code of many reconciles."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ t.join(300)
 print("warm", warmup.warm_up(), warmup.last_error)
 spark = get_spark()
 print("same", spark.sparkContext.getConf().get("spark.driver.extraJavaOptions"))
+pools = spark._jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+print("codecache", sum(p.getUsage().getMax() for p in pools if "Code" in p.getName()))
 """
 
 
@@ -30,3 +33,6 @@ def test_warm_up_leaves_a_warm_small_session_for_the_reconcile() -> None:
     lines = dict(ln.split(" ", 1) for ln in out.stdout.splitlines() if " " in ln)
     assert lines.get("warm") == "True None", out.stdout
     assert "TieredStopAtLevel=1" in lines.get("same", ""), out.stdout  # the small session, reused
+    # C1 alone defaults to 48 MB of compiled code, which Spark's generated classes filled within
+    # about eight reconciles: the JIT stopped and a session serving many runs slowed down 3x
+    assert int(lines.get("codecache", "0")) >= 200 << 20, out.stdout
