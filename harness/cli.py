@@ -10,6 +10,7 @@ import argparse
 import json
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,21 @@ EXAMPLES = {
 GATE_HELP = "all (default): every anomaly fails; agent: only those blamed on the agent (broker findings warn)"
 
 
+def _positive(kind: Callable[[str], float]) -> Callable[[str], Any]:
+    """An argparse type: a number of `kind` above zero (argparse prints the usage error)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0 or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be above zero: {text!r}")
+        return value
+
+    return parse
+
+
 def _sigterm(signum: int, frame: Any) -> None:
     # Unwind like Ctrl-C so every `with` block stops what it started.
     raise KeyboardInterrupt
@@ -75,9 +91,9 @@ def _run(args: argparse.Namespace) -> int:
     agents = agent_factory(
         group=topology.groups[0].name,
         protocol=protocol,
-        count=args.count,
-        rate=args.rate,
-        timeout_s=args.publisher_timeout,
+        count=300 if args.count is None else args.count,
+        rate=10.0 if args.rate is None else args.rate,
+        timeout_s=900 if args.publisher_timeout is None else args.publisher_timeout,
         command=args.agent_cmd,
     )
     result = execute(
@@ -95,6 +111,7 @@ def _exit_code(verdict: str) -> int:
 
 def _run_scenario(args: argparse.Namespace) -> int:
     """`bfh run NAME`: a catalog scenario (with --schedule: its agents under that schedule)."""
+    from harness.catalog import SCENARIOS, CatalogError, with_changes
     from harness.catalog import run as run_catalog
     from harness.reporting import headline
     from harness.schedule import load_schedule
@@ -102,8 +119,15 @@ def _run_scenario(args: argparse.Namespace) -> int:
 
     topology = load_topology(args.topology)
     schedule = load_schedule(args.schedule) if args.schedule else None
+    workload = {
+        k: v
+        for k, v in (("count", args.count), ("rate", args.rate), ("timeout_s", args.publisher_timeout))
+        if v is not None
+    }
+    if workload and args.scenario not in SCENARIOS:
+        raise CatalogError(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}")
     out = run_catalog(
-        args.scenario,
+        with_changes(args.scenario, **workload) if workload else args.scenario,
         topology,
         seed=args.seed,
         agent_cmd=args.agent_cmd,
@@ -367,9 +391,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the outcome as JSON (catalog scenarios)")
     r.add_argument("--agent-cmd", default=None, help="agent command template with {config} {workload} {log}")
     r.add_argument("--backend", default="local", choices=["local", "docker"])
-    r.add_argument("--count", type=int, default=300)
-    r.add_argument("--rate", type=float, default=10.0)
-    r.add_argument("--publisher-timeout", type=int, default=900)
+    # a catalog scenario keeps its own workload unless these are given
+    r.add_argument("--count", type=_positive(int), default=None, help="messages to publish (default 300)")
+    r.add_argument("--rate", type=_positive(float), default=None, help="messages per second (default 10)")
+    r.add_argument(
+        "--publisher-timeout", type=_positive(int), default=None, help="mb.publisher.timeout, s (default 900)"
+    )
     r.add_argument("--reports", default="reports")
     r.add_argument("--gate", default=None, choices=["all", "agent"], help=GATE_HELP)
 
