@@ -29,8 +29,8 @@ from spark_analysis import classarchive
 DEFAULT_MASTER = "local[2]"
 DEFAULT_DRIVER_MEMORY = "2g"
 DEFAULT_SHUFFLE_PARTITIONS = 4
-# C1 alone gets a 48 MB code cache by default: Spark's generated classes filled it within about
-# eight reconciles, the JVM then stopped compiling and a warm reconcile ran 3x slower.
+# C1 alone gets a 48 MB code cache by default: in 2 of 5 sessions of 12-30 reconciles it filled up,
+# the JVM stopped compiling and warm reconciles slowed by 1.5x (quiet) to 3x (under load).
 SMALL_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
 # Message logs below this size reconcile on a `small` session (about 200,000 records).
 SMALL_INPUT_BYTES = 64 << 20
@@ -102,7 +102,7 @@ def get_spark(
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.ansi.enabled": "false",
         # PySpark 4 records the Python call site of every DataFrame and Column call for error
-        # messages: five py4j round trips each, 60 % of a warm reconcile's 12,000 (2.4 s of 5.4 s)
+        # messages: five py4j round trips each, 60 % of a local reconcile's 12,100
         "spark.python.sql.dataFrameDebugging.enabled": "false",
         "spark.sql.adaptive.enabled": "true",
         # A reconcile compiles a few hundred generated classes; the default cache (100) evicts them
