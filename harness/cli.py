@@ -391,11 +391,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the outcome as JSON (catalog scenarios)")
     r.add_argument("--agent-cmd", default=None, help="agent command template with {config} {workload} {log}")
     r.add_argument("--backend", default="local", choices=["local", "docker"])
-    # a catalog scenario keeps its own workload unless these are given
-    r.add_argument("--count", type=_positive(int), default=None, help="messages to publish (default 300)")
-    r.add_argument("--rate", type=_positive(float), default=None, help="messages per second (default 10)")
+    own = "default: the scenario's own; without a scenario"
+    r.add_argument("--count", type=_positive(int), default=None, help=f"messages to publish ({own} 300)")
+    r.add_argument("--rate", type=_positive(float), default=None, help=f"messages per second ({own} 10)")
     r.add_argument(
-        "--publisher-timeout", type=_positive(int), default=None, help="mb.publisher.timeout, s (default 900)"
+        "--publisher-timeout",
+        type=_positive(int),
+        default=None,
+        help=f"mb.publisher.timeout in s ({own} 900)",
     )
     r.add_argument("--reports", default="reports")
     r.add_argument("--gate", default=None, choices=["all", "agent"], help=GATE_HELP)
