@@ -4,6 +4,7 @@ recovery (its first success at or after the fault's start)."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections import defaultdict
 from functools import reduce
@@ -124,11 +125,14 @@ def late_recoveries(
     found = {(r["rk"], r["fault_idx"], r["agent"], r["is_ack"], r["sub"]) for r in got.get("fault_roles", [])}
     roles = {rk: facts.roles(rk) for rk in range(facts.runs)}
     horizon = recovery_horizon_s()
+    last = _last_successes(facts)
     missing = [
         (rk, fi, agent, is_ack, sub, wend + horizon)
         for rk, fi, _, wend in fault_windows(inputs, facts, policy)
         for agent, is_ack, sub in roles[rk]
         if (rk, fi, agent, is_ack, sub) not in found
+        # the facts know each role's last success: a role with none after the horizon needs no scan
+        and last.get((rk, agent, is_ack, sub), -math.inf) > wend + horizon
     ]
     if not missing:
         return
@@ -146,6 +150,17 @@ def late_recoveries(
         .agg(F.min("ts").alias("t"))
     )
     got["fault_roles"] = got.get("fault_roles", []) + [{**r.asDict(), "in_window": 0} for r in late.collect()]
+
+
+def _last_successes(facts: Facts) -> dict[tuple[int, str, bool, str | None], float]:
+    """The time of each role's last acknowledged send or receipt, from the facts' cube."""
+    last: dict[tuple[int, str, bool, str | None], float] = {}
+    for r in facts.cube:
+        if r["event"] in ("sent", "received") and r["t1"] is not None:
+            is_ack = r["event"] == "sent"
+            key = (r["rk"], r["agent"], is_ack, None if is_ack else r["subscription"])
+            last[key] = max(last.get(key, r["t1"]), r["t1"])
+    return last
 
 
 def faults_summary(
