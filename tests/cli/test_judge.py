@@ -4,19 +4,11 @@ be judged, 1 when the run is vacuous."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def bfh(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+from tests.cli.support import bfh
 
 
 @pytest.mark.spark

@@ -4,23 +4,11 @@ ignored before), and a bad value is refused before anything starts."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def bfh(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+from tests.cli.support import bfh
 
 
 @pytest.mark.parametrize(
@@ -33,7 +21,7 @@ def bfh(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_bad_workload_is_refused_before_anything_starts(tmp_path: Path, args: list[str], words: str) -> None:
-    p = bfh("run", *args, "--reports", str(tmp_path / "reports"))
+    p = bfh("run", *args, "--reports", str(tmp_path / "reports"), timeout=60)
     assert p.returncode == 2, (p.stdout, p.stderr)
     assert words in p.stderr
     assert not (tmp_path / "reports").exists()

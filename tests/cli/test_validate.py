@@ -6,25 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli.support import ROOT, bfh
+
 pytestmark = [pytest.mark.broker, pytest.mark.spark]
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def bfh(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def running_under(path: Path) -> list[str]:
