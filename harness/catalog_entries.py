@@ -44,6 +44,19 @@ def _s(at: float, fault: str, target: str, duration: float | None = None, **para
     return Step(at=at, fault=fault, target=target, duration=duration, params=params)
 
 
+def _network(name: str, what: str, **fields: Any) -> Scenario:
+    """A network-of-pairs entry: publisher on a bridge's source pair, durable subscriber on its target."""
+    base: dict[str, Any] = {
+        "needs": "bridge",
+        "agents": "network",
+        "settle_s": 15.0,
+        "tags": ("network",),
+        "topology": "network-of-pairs",
+        "seed": 3,
+    }
+    return Scenario(name, what, **{**base, **fields})
+
+
 _NO_SERVICE = ("connect_timeout", "recovery", "first_available", "at_least_once", "publish_latency")
 _DEGRADED = ("liveness", "publish_latency")  # latency and bandwidth toxics are the fault itself
 
@@ -167,64 +180,36 @@ SCENARIOS: dict[str, Scenario] = {
             tags=("protocols",),
             seed=2,
         ),
-        Scenario(
+        _network(
             "network-baseline",
             "publisher on a bridge's source pair, durable subscriber on its target pair, no fault",
-            needs="bridge",
-            agents="network",
             count=100,
-            settle_s=15.0,
-            tags=("network",),
-            topology="network-of-pairs",
-            seed=3,
         ),
-        Scenario(
+        _network(
             "network",
             "publisher on a bridge's source, durable subscriber on its target; kill the target's master",
-            needs="bridge",
-            agents="network",
             steps=(_s(5, "kill", "master:{dst}"),),
             count=150,
-            settle_s=15.0,
-            tags=("network",),
-            topology="network-of-pairs",
-            seed=3,
         ),
-        Scenario(
+        _network(
             "network-kill-source",
             "kill -9 the publisher's pair master: the publisher and the bridge fail over",
-            needs="bridge",
-            agents="network",
             steps=(_s(5, "kill", "master:{src}"),),
             count=150,
-            settle_s=15.0,
-            tags=("network",),
-            topology="network-of-pairs",
-            seed=3,
         ),
-        Scenario(
+        _network(
             "bridge-partition",
             "black-hole every bridge 20 s: messages wait on the source pair and arrive after the heal",
-            needs="bridge",
-            agents="network",
             steps=(_s(4, "partition", "bridges", 20),),
             count=250,
-            settle_s=15.0,
             tags=("network", "partition"),
-            topology="network-of-pairs",
-            seed=3,
         ),
-        Scenario(
+        _network(
             "bridge-down",
             "cut every bridge 10 s (connections closed, reconnects refused): the bridges come back",
-            needs="bridge",
-            agents="network",
             steps=(_s(4, "down", "bridges", 10),),
             count=150,
-            settle_s=15.0,
             tags=("network", "partition"),
-            topology="network-of-pairs",
-            seed=3,
         ),
     )
 }
