@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 from harness.backends.base import BackendError
+from harness.backends.sockdiag import listening_tcp_ports
 from harness.brokerconf import needs_tls, render_broker
 from harness.plan import HOST, BrokerPlan, Plan
 from harness.tls import make_run_tls
@@ -92,9 +93,14 @@ def listening_ports(netns_pid: int | None = None) -> set[int] | None:
     """Ports with a socket in LISTEN state in this network namespace, or in that of `netns_pid`
     (e.g. a container's init process); None if /proc is unreadable.
 
-    Read from /proc/net/tcp{,6}: unlike a connect probe it creates no connection the broker would
-    log, and unlike a bind probe it can never make a starting broker's bind fail.
+    Asked of the kernel (sock_diag, harness.backends.sockdiag) for this namespace, else read from
+    /proc/net/tcp{,6}: unlike a connect probe it creates no connection the broker would log, and
+    unlike a bind probe it can never make a starting broker's bind fail.
     """
+    if netns_pid is None:
+        fast = listening_tcp_ports()
+        if fast is not None:
+            return fast
     ports: set[int] = set()
     found = False
     root = "/proc" if netns_pid is None else f"/proc/{netns_pid}"
