@@ -4,10 +4,11 @@
   Docker backend, a Spark cluster and server, the CI templates from a built wheel, the ActiveMQ
   seed reproductions) are left out when pytest runs its default paths; naming a path
   (`pytest tests/docker`) or a `-m` that names the marker runs them. CI runs both (`.ci/run`).
-- Longest modules first, so the slow scenario files do not start last and stretch the run's tail
-  on 2-3 workers. Durations measured in earlier runs (pytest's cache, `bfh/durations`) decide;
-  without them (a fresh clone), markers estimate. Items keep their order inside a module, so
-  module-scoped fixtures (a shared pair) are still set up once per module and worker."""
+- Longest tests first, so the slow scenarios do not start last and stretch the run's tail on 3-4
+  workers. Durations measured in earlier runs (pytest's cache, `bfh/durations`) decide; without
+  them (a fresh clone), markers estimate. A module whose tests share a module-scoped fixture (a
+  shared pair) stays together, in its own order, weighed as a whole: the fixture is still set up
+  once per module and worker."""
 
 from __future__ import annotations
 
@@ -57,9 +58,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     modules: dict[str, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(item.nodeid.split("::")[0], []).append(item)
-    weight = {m: sum(_estimate(i, known) for i in its) for m, its in modules.items()}
-    order = sorted(modules, key=lambda m: -weight[m])  # stable: ties keep collection order
-    items[:] = [i for m in order for i in modules[m]]
+    # a module sharing a fixture between its tests stays one block; other tests sort one by one
+    blocks = [b for its in modules.values() for b in ([its] if _shares_fixture(its) else [[i] for i in its])]
+    weight = [sum(_estimate(i, known) for i in b) for b in blocks]
+    order = sorted(range(len(blocks)), key=lambda k: -weight[k])  # stable: ties keep collection order
+    items[:] = [i for k in order for i in blocks[k]]
+
+
+def _shares_fixture(items: list[pytest.Item]) -> bool:
+    """Whether the tests use a module-, class- or package-scoped fixture (set up once per worker
+    that runs them, so they are kept together)."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        for defs in getattr(info, "name2fixturedefs", {}).values():
+            if any(d.scope in ("module", "class", "package") for d in defs):
+                return True
+    return False
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
