@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,7 +71,7 @@ def test_a_named_path_or_marker_runs_it(project: Path) -> None:
 
 def test_measured_durations_put_the_longest_first(project: Path) -> None:
     first = _pytest(project)
-    # no durations yet: markers estimate (0.5 s a test here), so the two-test block leads, then
+    # no durations yet: markers estimate (0.3 s a test here), so the two-test block leads, then
     # collection order
     assert first[:3] == [
         "t/test_e_shared.py::test_x",
@@ -86,3 +87,61 @@ def test_measured_durations_put_the_longest_first(project: Path) -> None:
         "t/test_e_shared.py::test_x",
         "t/test_e_shared.py::test_y",
     ], second
+
+
+def test_worksteal_shares_start_with_their_part_of_the_long_tests() -> None:
+    from harness.suite import _deal
+
+    # blocks sorted longest first, as pytest_collection_modifyitems hands them over
+    weights = [100.0, 60.0, 40.0, 30.0, 30.0, 20.0] + [0.3] * 15
+    blocks: list[list[Any]] = [[f"long{k}"] for k in range(6)] + [[f"short{k}"] for k in range(15)]
+    blocks[2] = ["block-a", "block-b"]  # a module sharing a fixture: one block, kept together
+    shares = _deal(blocks, weights, 4)
+    assert shares is not None
+    # worksteal's first split of 22 items over 4 workers: 5, 5, 6, 6 (each share exactly that)
+    assert [len(s) for s in shares] == [5, 5, 6, 6]
+    assert [s[0] for s in shares] == ["long0", "long1", "block-a", "long3"]
+    assert shares[2][:2] == ["block-a", "block-b"]
+    assert sorted(i for s in shares for i in s) == sorted(i for b in blocks for i in b)
+    long_load = [sum(w for b, w in zip(blocks, weights, strict=True) if b[0] in s and w >= 1) for s in shares]
+    assert long_load == [100.0, 60.0, 60.0, 60.0]  # greedy: 100 | 60 | 40+20 | 30+30
+    assert _deal([["a", "b", "c"], ["d"]], [50.0, 0.3], 2) is None  # the long block overflows a share
+    assert _deal(blocks, weights, 1) is None
+
+
+def test_each_xdist_worker_starts_on_a_long_test(tmp_path: Path) -> None:
+    """Through real xdist workers (worksteal): the marked-slow tests are spread, one first on each."""
+    (tmp_path / "t").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\ntestpaths = ["t"]\nmarkers = ["slow: long"]\n'
+    )
+    (tmp_path / "t" / "conftest.py").write_text(
+        "import os\n\ndef pytest_runtest_logstart(nodeid, location):\n"
+        "    with open(os.environ['STARTS'], 'a') as f:\n"
+        "        f.write(os.environ.get('PYTEST_XDIST_WORKER', '-') + ' ' + nodeid + '\\n')\n"
+    )
+    quick = "".join(f"def test_quick{k}():\n    pass\n\n" for k in range(8))
+    slow = "import pytest\n\n" + "".join(
+        f"@pytest.mark.slow\ndef test_slow{k}():\n    pass\n\n" for k in range(2)
+    )
+    (tmp_path / "t" / "test_a_quick.py").write_text(quick)
+    (tmp_path / "t" / "test_b_slow.py").write_text(slow)
+    starts = tmp_path / "starts.txt"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), STARTS=str(starts))
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "harness.pytest_plugin", "-n", "2", "--dist", "worksteal"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    first: dict[str, str] = {}
+    for line in starts.read_text().splitlines():
+        worker, nodeid = line.split(" ", 1)
+        if worker != "-":  # the controller's own logstart
+            first.setdefault(worker, nodeid)
+    assert sorted(first) == ["gw0", "gw1"], first
+    assert all("test_slow" in n for n in first.values()), first

@@ -47,10 +47,16 @@ def test_staged_events_are_bucketed_by_msg_id(spark, tmp_path, monkeypatch, caps
 
 
 def _event_tables(spark):
-    # other jobs (the suite's Spark warm-up) may hold tables of their own at the same time
+    # other jobs (the suite's Spark warm-up, other workers' reconciles on a shared server) may hold
+    # tables of their own at the same time
     return [t.name for t in spark.catalog.listTables() if t.name.startswith("bfh_events_")]
 
 
 def _location(spark, table):
-    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
+    from pyspark.errors import AnalysisException
+
+    try:
+        rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
+    except AnalysisException:  # another job's table, dropped since it was listed
+        return ""
     return next(r["data_type"] for r in rows if r["col_name"] == "Location").removeprefix("file:")
