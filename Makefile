@@ -17,8 +17,10 @@ test: setup
 	$(VENV)/python -m pytest $(PYTEST_ARGS)
 
 # The alternate paths the default run leaves out (marker `extended`; see pyproject.toml). CI runs both.
+# Three workers: its broker-witness runs (observer reconnects) were measured at three.
+EXTENDED_ARGS ?= -n 3 --dist worksteal --durations=25
 test-extended: setup
-	$(VENV)/python -m pytest $(PYTEST_ARGS) -m extended
+	$(VENV)/python -m pytest $(EXTENDED_ARGS) -m extended
 
 lint: setup
 	$(VENV)/ruff check .

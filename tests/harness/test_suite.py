@@ -42,11 +42,12 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _pytest(project: Path, *args: str) -> list[str]:
+def _run(project: Path, *args: str, **env_extra: str) -> str:
+    """A real pytest run in `project` with the plugin; its stdout (it must pass)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}  # not this run's worker
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), **env_extra)
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "harness.pytest_plugin", "-p", "no:xdist", "-v", *args],
+        [sys.executable, "-m", "pytest", "-p", "harness.pytest_plugin", *args],
         cwd=project,
         env=env,
         capture_output=True,
@@ -54,7 +55,12 @@ def _pytest(project: Path, *args: str) -> list[str]:
         timeout=120,
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    return [ln.split(" ")[0] for ln in out.stdout.splitlines() if " PASSED" in ln]
+    return out.stdout
+
+
+def _pytest(project: Path, *args: str) -> list[str]:
+    stdout = _run(project, "-p", "no:xdist", "-v", *args)
+    return [ln.split(" ")[0] for ln in stdout.splitlines() if " PASSED" in ln]
 
 
 def test_default_paths_leave_the_extended_tier_out(project: Path) -> None:
@@ -127,17 +133,7 @@ def test_each_xdist_worker_starts_on_a_long_test(tmp_path: Path) -> None:
     (tmp_path / "t" / "test_a_quick.py").write_text(quick)
     (tmp_path / "t" / "test_b_slow.py").write_text(slow)
     starts = tmp_path / "starts.txt"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), STARTS=str(starts))
-    out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "harness.pytest_plugin", "-n", "2", "--dist", "worksteal"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    _run(tmp_path, "-n", "2", "--dist", "worksteal", STARTS=str(starts))
     first: dict[str, str] = {}
     for line in starts.read_text().splitlines():
         worker, nodeid = line.split(" ", 1)
