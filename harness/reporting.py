@@ -430,13 +430,10 @@ def _files(run_dir: Path) -> list[tuple[str, str]]:
 
 def blame_rows(run_dir: Path) -> dict[str, dict[str, Any]]:
     """msg_id -> its first anomalous delivery's blame row (analysis/blame.parquet, harness.verdict)."""
-    path = Path(run_dir) / "analysis" / "blame.parquet"
-    if not path.exists():
-        return {}
-    import pyarrow.parquet as pq
+    from harness.verdict import blame
 
     out: dict[str, dict[str, Any]] = {}
-    for r in pq.read_table(path, columns=["msg_id", "status", "blame", "evidence"]).to_pylist():
+    for r in blame.read(run_dir, columns=["msg_id", "status", "blame", "evidence"]):
         out.setdefault(str(r["msg_id"]), r)
     return out
 

@@ -18,6 +18,7 @@ import pytest
 
 from harness import catalog
 from harness.verdict import RunView, judge
+from harness.verdict.blame import read as blame_rows
 from scenarios.support import run_defect
 
 pytestmark = [pytest.mark.verdict_power, pytest.mark.broker, pytest.mark.spark, pytest.mark.timeout(900)]
@@ -96,16 +97,10 @@ def test_stomp_network_losses_blamed_on_broker(reports_root, backend_kind, scena
     blame = res.summary["blame"]["lost"]
     # a loss the observer could not see (its own gap, e.g. a reconnect under load) stays unknown,
     # with that gap as its evidence: honest, not a wrong blame
-    gaps = [r for r in _blamed(res.run_dir) if r["blame"] == "unknown" and r["status"] == "lost"]
+    gaps = [r for r in blame_rows(res.run_dir) if r["blame"] == "unknown" and r["status"] == "lost"]
     assert all(any("observer gap" in e for e in r["evidence"]) for r in gaps), gaps
     assert blame["agent"] == blame["fault"] == 0 and blame["broker"] > 0, f"blamed {blame}: {res.run_dir}"
     assert blame["broker"] + len(gaps) == lost, f"lost {lost}, blamed {blame}: {res.run_dir}"
     agent_gate = judge(res.run_dir, gate="agent")
     assert agent_gate.check("at_least_once").status == "pass", agent_gate.message()
     assert judge(res.run_dir).verdict == "fail"  # the default gate counts every anomaly (and is kept)
-
-
-def _blamed(run_dir):
-    import pyarrow.parquet as pq
-
-    return pq.read_table(run_dir / "analysis" / "blame.parquet").to_pylist()

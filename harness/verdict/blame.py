@@ -188,3 +188,11 @@ def write(v: RunView, rows: list[Blamed]) -> Path:
     pq.write_table(table, tmp)
     tmp.replace(path)
     return path
+
+
+def read(run_dir: Path, columns: list[str] | None = None) -> list[dict[str, Any]]:
+    """The rows of analysis/blame.parquet (none when the run has not been judged)."""
+    import pyarrow.parquet as pq
+
+    path = Path(run_dir) / "analysis" / BLAME_FILE
+    return pq.read_table(path, columns=columns).to_pylist() if path.exists() else []
