@@ -35,6 +35,7 @@ EXAMPLES = {
     "report": "examples:\n  bfh report reports/20261121-174701-kill-master-f2c8\n  bfh report RUN_DIR --json",
     "reconcile": "\nexamples:\n  bfh reconcile reports/RUN_DIR\n"
     "  bfh reconcile reports/RUN_DIR --policy policy.yaml\n"
+    "  bfh reconcile reports/RUN_DIR --all-pairs     # every pair in messages.parquet, not only anomalies\n"
     "  bfh report reports/RUN_DIR   # re-render report.html",
     "judge": "examples:\n  bfh judge reports/RUN_DIR\n  bfh judge reports/*/ --json\n"
     "  bfh judge RUN_DIR --gates at_least_once,liveness   # exit 0 pass, 1 fail, 2 cannot judge",

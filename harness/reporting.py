@@ -70,7 +70,7 @@ def load_run(run_dir: Path) -> RunData:
     if parquet.exists():
         import pyarrow.parquet as pq
 
-        cols = ["msg_id", "publisher", "state", "first_attempt_ts", "status", "latency_s", "msg_row"]
+        cols = ["msg_id", "publisher", "state", "first_attempt_ts", "status", "msg_row"]
         messages = pq.read_table(parquet, columns=cols).to_pylist()
     return RunData(run_dir, summary, run, windows, agents, messages)
 
@@ -261,17 +261,18 @@ def timeline_svg(d: RunData, width: int = 960) -> Markup:
     return Markup("".join(out))
 
 
-def latency_svg(latencies: list[float], width: int = 480, height: int = 200) -> Markup:
-    """Histogram of first-receipt latency on a log scale (failover latencies span decades)."""
-    vals = [v for v in latencies if v is not None and v >= 0]
-    if not vals:
+def latency_svg(histogram: list[list[int]], width: int = 480, height: int = 200) -> Markup:
+    """Histogram of first-receipt latency on a log scale (failover latencies span decades), from
+    the summary's quarter-decade bins: [bin, receipts], bin b = [10^(b/4), 10^((b+1)/4)) s."""
+    found = {int(b): int(n) for b, n in histogram if n}
+    if not found:
         return Markup("<p>no receipts</p>")
-    lo_exp, hi_exp = -3, max(-2, math.ceil(math.log10(max(max(vals), 1e-3))))
-    edges = [10 ** (lo_exp + i / 4) for i in range(0, (hi_exp - lo_exp) * 4 + 1)]
-    counts = [0] * (len(edges) - 1)
-    for v in vals:
-        i = 0 if v <= edges[0] else min(int((math.log10(v) - lo_exp) * 4), len(counts) - 1)
-        counts[i] += 1
+    lo_exp, hi_exp = -3, max(-2, math.ceil((max(found) + 1) / 4))
+    first = lo_exp * 4
+    counts = [0] * ((hi_exp - lo_exp) * 4)
+    for b, n in found.items():
+        counts[min(max(b - first, 0), len(counts) - 1)] += n
+    edges = [10 ** (lo_exp + i / 4) for i in range(len(counts) + 1)]
     left, bottom, top = 40, height - 30, 10
     bw = (width - left - 10) / len(counts)
     peak = max(counts) or 1
@@ -453,7 +454,7 @@ def render_report(run_dir: Path) -> Path:
         "head": headline(s),
         "faults": fault_rows(s),
         "timeline": timeline_svg(d),
-        "latency": latency_svg([m["latency_s"] for m in d.messages if m.get("latency_s") is not None]),
+        "latency": latency_svg((d.summary.get("latency_s") or {}).get("histogram") or []),
         "topology_svg": topology_svg(d.run.get("topology", {})),
         "files": _files(d.run_dir),
         "fmt": _fmt,

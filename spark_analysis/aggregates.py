@@ -16,14 +16,26 @@ from spark_analysis.statuses import ANOMALY_STATUSES
 
 #: percentile_approx accuracy: exact up to this many receipts per run, rank error <= n/accuracy beyond
 PERCENTILE_ACCURACY = 10000
+#: the latency histogram's bins: quarter decades, the first holding everything up to 1 ms
+BINS_PER_DECADE, FIRST_BIN = 4, -12
+
+
+def latency_bin(latency: Any) -> Any:
+    """Column: the histogram bin of a latency: bin b holds [10^(b/4), 10^((b+1)/4)) seconds, the
+    first bin also everything shorter."""
+    from pyspark.sql import functions as F
+
+    b = F.floor(F.log10(F.greatest(latency, F.lit(1e-9))) * BINS_PER_DECADE)
+    return F.greatest(b, F.lit(FIRST_BIN)).cast("int")
 
 
 def aggregates(
-    spark: Any, ev: Any, msgs: Any, inputs: list[RunInput], facts: Facts, policy: Policy
+    spark: Any, ev: Any, msgs: Any, shown: Any, inputs: list[RunInput], facts: Facts, policy: Policy
 ) -> dict[str, list[dict[str, Any]]]:
     """Every per-run aggregate of the pairs ``msgs``, collected in one Spark job (plus the late
-    recoveries' scan when a role recovered after the horizon or never)."""
-    from pyspark import StorageLevel
+    recoveries' scan when a role recovered after the horizon or never). ``shown``: the listed
+    pairs (pairs.listed, named), persisted by the caller: the examples and the fault attribution
+    read them (instead of a scan of every pair for each)."""
     from pyspark.sql import functions as F
 
     col, m, pol, one = F.col, msgs, policy, F.count(F.lit(1)).alias("n")
@@ -35,12 +47,8 @@ def aggregates(
             F.when(col("msg_row") & (col("state") == "acknowledged") & col("drop_ts").isNotNull(), 1)
         ).alias("conflicting"),
     )
-    # the anomalous pairs are few: one scan keeps them in memory for the examples and the
-    # fault attribution (instead of a scan of messages.parquet for each)
-    anomalies = (
-        m.where(col("status").isin(*ANOMALY_STATUSES, "unexpected"))
-        .select("rk", "msg_id", "subscriber", "subscription", "status", "ghost_kind", "first_attempt_ts")
-        .persist(StorageLevel.MEMORY_AND_DISK)
+    anomalies = shown.where(col("status").isin(*ANOMALY_STATUSES, "unexpected")).select(
+        "rk", "msg_id", "subscriber", "subscription", "status", "ghost_kind", "first_attempt_ts"
     )
     kind = F.when(col("status") == "ghost", F.concat(F.lit("ghost_"), col("ghost_kind"))).otherwise(
         col("status")
@@ -58,14 +66,12 @@ def aggregates(
         F.max("latency_s").alias("max"),
         one,
     )
+    frames["latency_bins"] = received.groupBy("rk", latency_bin(col("latency_s")).alias("bin")).agg(one)
     frames.update(ooo_frames(spark, received, facts, policy))
     non_ok = anomalies.where(col("status") != "unexpected")
     frames.update(fault_frames(spark, ev, non_ok, inputs, facts, policy))
-    try:
-        anomalies.count()  # filled before the job that reads it three times
-        got = collect_many(frames)
-    finally:
-        anomalies.unpersist()
+    shown.count()  # filled before the job that reads it three times
+    got = collect_many(frames)
     got["streams"] = ooo_streams(got, msgs, facts, policy)
     late_recoveries(spark, ev, got, inputs, facts, policy)
     return got

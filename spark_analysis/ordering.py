@@ -35,7 +35,7 @@ def ooo_frames(spark: Any, received: Any, facts: Facts, policy: Policy) -> dict[
     r = received.select(
         "rk",
         "sub_index",
-        F.xxhash64("publisher").alias("pub_h"),
+        F.coalesce(col("publisher_h"), F.xxhash64(F.lit(None).cast("string"))).alias("pub_h"),
         F.floor(col("first_receipt_seq") / size).cast("long").alias("blk"),
         col("first_receipt_seq").alias("seq"),
         col("first_attempt_seq").alias("a"),

@@ -14,12 +14,17 @@ from spark_analysis.facts import Facts
 from spark_analysis.frames import values
 from spark_analysis.ingest import MESSAGE_EVENTS
 from spark_analysis.policy import Policy
+from spark_analysis.statuses import GHOST_KINDS, GUARANTEES, PAIR_STATUSES, STATES
 
 #: unique-per-row columns: dictionary encoding only costs CPU before Parquet falls back
 _NO_DICTIONARY = (
     "msg_id", "first_attempt_ts", "first_attempt_seq", "ack_ts", "drop_ts", "first_receipt_ts",
     "first_receipt_seq", "latency_s",
 )  # fmt: skip
+
+
+#: a message's attempts and times, copied onto each of its pairs
+_TIMES = ("attempts", "attempt_records", "first_attempt_ts", "first_attempt_seq", "ack_ts", "drop_ts")
 
 
 def _writer(w: Any) -> Any:
@@ -29,9 +34,9 @@ def _writer(w: Any) -> Any:
     return w
 
 
-def write_pairs(spark: Any, ev: Any, facts: Facts, policy: Policy, messages_path: Path) -> Any:
-    """Classify every pair of the staged events ``ev``, write them under ``messages_path``
-    (partitioned by run key) and return them as a DataFrame read back from there."""
+def classify(spark: Any, ev: Any, facts: Facts, policy: Policy) -> Any:
+    """Every (message, subscription) pair of the staged events ``ev``, classified, with codes
+    for its names (see named())."""
     from pyspark.sql import functions as F
 
     from spark_analysis.mqtt import match_expr
@@ -106,26 +111,21 @@ def write_pairs(spark: Any, ev: Any, facts: Facts, policy: Policy, messages_path
         msg = rows.groupBy("msg_id").agg(*aggs).withColumn("rk", F.lit(0))
     else:
         msg = rows.groupBy("rk", "msg_id").agg(*aggs)
-    dim = values(spark, facts.dims, "rk int, kind string, value string").withColumn("h", F.xxhash64("value"))
+    dim = _dims(spark, facts)
 
-    def decode(df: Any, kind: str, hcol: str, out: str) -> Any:
-        d = F.broadcast(
-            dim.where(col("kind") == kind).select(
-                col("rk").alias("_rk"), col("h").alias("_h"), col("value").alias(out)
-            )
-        )
-        return df.join(d, (df["rk"] == d["_rk"]) & (df[hcol] == d["_h"]), "left").drop("_rk", "_h", hcol)
-
-    msg = decode(msg, "agent", "publisher_h", "publisher")
-    msg = decode(msg, "topic", "topic_h", "topic")
-    msg = decode(msg, "reason", "reason_h", "drop_reason")
+    # the topic's name matches subscriptions; publisher and drop reason travel as their hashes
+    # (named only in the output rows: see named())
+    msg = _decode(dim, msg, "topic", "topic_h", "topic", keep=True)
     attempted = col("pub_records") > 0
     msg = msg.withColumn(
         "state",
-        F.when(~attempted, F.lit("unexpected"))
-        .when(col("ack_ts").isNotNull(), F.lit("acknowledged"))
-        .when(col("drop_ts").isNotNull(), F.lit("dropped"))
-        .otherwise(F.lit("in_doubt")),
+        F.when(~attempted, state_code("unexpected"))
+        .when(col("ack_ts").isNotNull(), state_code("acknowledged"))
+        .when(col("drop_ts").isNotNull(), state_code("dropped"))
+        .otherwise(state_code("in_doubt")),
+    )
+    msg = msg.withColumn(
+        "reached", F.greatest(*[col(f"n{J}") > 0 for J in range(S)], F.lit(False)) if S else F.lit(False)
     )
     # which subscriptions' filters match each topic: distinct topics x subscriptions (small),
     # matched in Spark SQL, pivoted to one boolean per run-local subscription index
@@ -180,81 +180,176 @@ def write_pairs(spark: Any, ev: Any, facts: Facts, policy: Policy, messages_path
             F.lit(False).alias("expected"),
         )
     )
-    msg_cols = [
-        "rk", "msg_id", "publisher", "topic", "qos", "state", "attempts", "attempt_records",
-        "first_attempt_ts", "first_attempt_seq", "ack_ts", "drop_ts", "drop_reason",
-        "drop_handed",
-    ]  # fmt: skip
-    pairs = msg.select(*msg_cols, F.inline(F.array(*structs))).where(col("keep"))
+    msg_cols = ["rk", "msg_id", "publisher_h", "topic_h", "qos", "state", *_TIMES, "reason_h"]
+    pairs = msg.select(*msg_cols, "drop_handed", "reached", F.inline(F.array(*structs))).where(col("keep"))
     j = col("j")
     durable = facts.sub_lookup("durable", j, "boolean")
     sub_qos = facts.sub_lookup("qos", j, "int")
     n = col("received")
-    attempted = col("state") != "unexpected"
+    st = col("state")
+    attempted = st != state_code("unexpected")
     expected = col("expected")
-    acked = col("state") == "acknowledged"
+    acked = st == state_code("acknowledged")
     alo = (
         (F.coalesce(col("qos"), F.lit(0)) >= 1)
         & F.coalesce(durable, F.lit(False))
         & (F.coalesce(sub_qos, F.lit(1)) >= 1)
     )
     status = (
-        F.when(j.isNull(), F.lit(None).cast("string"))
-        .when(~attempted, F.lit("unexpected"))
-        .when(expected & (n > 0) & ~acked, F.lit("ghost"))
-        .when(expected & (n == 1), F.lit("ok"))
-        .when(expected & (n > 1), F.lit("duplicated"))
-        .when(expected & acked & alo, F.lit("lost"))
-        .when(expected & acked, F.lit("missed"))
-        .when(expected & (col("state") == "dropped"), F.lit("dropped_expected"))
-        .when(expected, F.lit("in_doubt_missing"))
-        .when((n > 0) & ~acked, F.lit("ghost"))
-        .when((n > 0) & col("matches"), F.lit("extra"))
-        .when(n > 0, F.lit("misrouted"))
+        F.when(j.isNull(), F.lit(None).cast("byte"))
+        .when(~attempted, status_code("unexpected"))
+        .when(expected & (n > 0) & ~acked, status_code("ghost"))
+        .when(expected & (n == 1), status_code("ok"))
+        .when(expected & (n > 1), status_code("duplicated"))
+        .when(expected & acked & alo, status_code("lost"))
+        .when(expected & acked, status_code("missed"))
+        .when(expected & (st == state_code("dropped")), status_code("dropped_expected"))
+        .when(expected, status_code("in_doubt_missing"))
+        .when((n > 0) & ~acked, status_code("ghost"))
+        .when((n > 0) & col("matches"), status_code("extra"))
+        .when(n > 0, status_code("misrouted"))
     )
     # dropped after a broker was handed the message: its fate was unknown at the drop
-    handed_drop = (col("state") == "dropped") & F.coalesce(col("drop_handed"), F.lit(False))
+    handed_drop = (st == state_code("dropped")) & F.coalesce(col("drop_handed"), F.lit(False))
+    timeout_h = [F.xxhash64(F.lit(r)) for r in pol.ghost_timeout_reasons]
     ghost_kind = (
-        F.when(col("state") == "in_doubt", F.lit("in_doubt"))
-        .when(handed_drop, F.lit("in_doubt"))
-        .when(col("drop_reason").isin(*pol.ghost_timeout_reasons), F.lit("timeout"))
-        .otherwise(F.lit("dropped_other"))
+        F.when(st == state_code("in_doubt"), ghost_code("in_doubt"))
+        .when(handed_drop, ghost_code("in_doubt"))
+        .when(col("reason_h").isin(*timeout_h) if timeout_h else F.lit(False), ghost_code("timeout"))
+        .otherwise(ghost_code("dropped_other"))
     )
-    run_name = F.element_at(F.array(*[F.lit(r) for r in facts.run_ids]), col("rk") + 1)
     has_sub = j.isNotNull()
-    out = pairs.select(
-        "rk",
-        run_name.alias("run"),
-        "msg_id",
-        "publisher",
-        "topic",
-        "qos",
-        "state",
-        "attempts",
-        "attempt_records",
-        "first_attempt_ts",
-        "first_attempt_seq",
-        "ack_ts",
-        "drop_ts",
-        "drop_reason",
+    return pairs.select(
+        *msg_cols,
         j.alias("sub_index"),
-        facts.sub_lookup("agent", j, "string").alias("subscriber"),
-        facts.sub_lookup("filter", j, "string").alias("subscription"),
-        durable.alias("durable"),
-        sub_qos.alias("sub_qos"),
         F.when(has_sub, expected).alias("expected"),
-        F.when(has_sub & attempted, F.when(alo, "at-least-once").otherwise("best-effort")).alias("guarantee"),
+        F.when(
+            has_sub & attempted,
+            F.when(alo, guarantee_code("at-least-once")).otherwise(guarantee_code("best-effort")),
+        ).alias("guarantee"),
         n.alias("received"),
+        "reached",
         "first_receipt_ts",
         "first_receipt_seq",
         (col("first_receipt_ts") - col("first_attempt_ts")).alias("latency_s"),
         status.alias("status"),
-        F.when(status == "ghost", ghost_kind).alias("ghost_kind"),
+        F.when(status == status_code("ghost"), ghost_kind).alias("ghost_kind"),
         "msg_row",
     )
-    # one write, partitioned by run; each partition later moves into its run folder
-    if facts.runs == 1:  # no partitioning, hence no sort before the write
-        _writer(out.drop("rk").write).parquet(str(messages_path / "rk=0"))
+
+
+def write_pairs(spark: Any, ev: Any, facts: Facts, policy: Policy, path: Path) -> Any:
+    """Classify every pair of the staged events ``ev``, write them under ``path`` (coded, partitioned
+    by run key) and return them as a DataFrame read back from there."""
+    coded = classify(spark, ev, facts, policy)
+    write_by_run(coded, facts.runs, path)
+    return spark.read.schema(coded.schema).parquet(str(path))
+
+
+def listed(coded: Any) -> Any:
+    """The pairs ``messages.parquet`` holds by default: every pair whose status is not ``ok``, and
+    the first row of every message that was not acknowledged (dropped, in doubt, unexpected)."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    return coded.where(
+        (col("status").isNotNull() & (col("status") != status_code("ok")))
+        | (col("msg_row") & (col("state") != state_code("acknowledged")))
+    )
+
+
+def named(spark: Any, coded: Any, facts: Facts, hashes: bool = False) -> Any:
+    """The pairs ``coded`` with every code replaced by its name: the columns of ``messages.parquet``
+    (docs/reconciliation.md). With ``hashes``, publisher, topic and drop reason stay hashes
+    (``publisher_h``, ``topic_h``, ``reason_h``: no joins, for the aggregates)."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    df = coded
+    names = ["publisher_h", "topic_h"] if hashes else ["publisher", "topic"]
+    if not hashes:
+        dim = _dims(spark, facts)
+        for kind, hcol, out in (("agent", "publisher_h", "publisher"), ("topic", "topic_h", "topic"),
+                                ("reason", "reason_h", "drop_reason")):  # fmt: skip
+            df = _decode(dim, df, kind, hcol, out)
+    j = col("sub_index")
+    return df.select(
+        "rk",
+        F.element_at(F.array(*[F.lit(r) for r in facts.run_ids]), col("rk") + 1).alias("run"),
+        "msg_id",
+        *names,
+        "qos",
+        _name(STATES, "state"),
+        *_TIMES,
+        "reason_h" if hashes else "drop_reason",
+        "sub_index",
+        facts.sub_lookup("agent", j, "string").alias("subscriber"),
+        facts.sub_lookup("filter", j, "string").alias("subscription"),
+        facts.sub_lookup("durable", j, "boolean").alias("durable"),
+        facts.sub_lookup("qos", j, "int").alias("sub_qos"),
+        "expected",
+        _name(GUARANTEES, "guarantee"),
+        "received",
+        "reached",
+        "first_receipt_ts",
+        "first_receipt_seq",
+        "latency_s",
+        _name(PAIR_STATUSES, "status"),
+        _name(GHOST_KINDS, "ghost_kind"),
+        "msg_row",
+    )
+
+
+def write_by_run(pairs: Any, runs: int, path: Path, *, every_run: bool = False) -> None:
+    """Write ``pairs`` under ``path``, one folder per run key (``rk=N``). With ``every_run``, each
+    run's folder is written on its own, so one without rows still gets a file with the schema."""
+    if runs == 1:  # no partitioning, hence no sort before the write
+        _writer(pairs.drop("rk").write).parquet(str(path / "rk=0"))
+    elif every_run:
+        from pyspark.sql import functions as F
+
+        for rk in range(runs):
+            _writer(pairs.where(F.col("rk") == rk).drop("rk").write).parquet(str(path / f"rk={rk}"))
     else:
-        _writer(out.write.partitionBy("rk")).parquet(str(messages_path))
-    return spark.read.schema(out.schema).parquet(str(messages_path))
+        _writer(pairs.write.partitionBy("rk")).parquet(str(path))
+
+
+# -- codes: the internal table carries small integers and hashes, not strings (cheaper to write)
+def _coder(names: tuple[str, ...]) -> Any:
+    def lit(name: str) -> Any:
+        from pyspark.sql import functions as F
+
+        return F.lit(names.index(name)).cast("byte")
+
+    return lit
+
+
+status_code, state_code, ghost_code, guarantee_code = (
+    _coder(n) for n in (PAIR_STATUSES, STATES, GHOST_KINDS, GUARANTEES)
+)
+
+
+def _name(names: tuple[str, ...], column: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.element_at(F.array(*[F.lit(n) for n in names]), F.col(column).cast("int") + 1).alias(column)
+
+
+def _dims(spark: Any, facts: Facts) -> Any:
+    from pyspark.sql import functions as F
+
+    return values(spark, facts.dims, "rk int, kind string, value string").withColumn("h", F.xxhash64("value"))
+
+
+def _decode(dim: Any, df: Any, kind: str, hcol: str, out: str, keep: bool = False) -> Any:
+    """``df`` with the name of the ``kind`` whose hash is ``hcol`` as ``out`` (a broadcast join)."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    d = F.broadcast(
+        dim.where(col("kind") == kind).select(
+            col("rk").alias("_rk"), col("h").alias("_h"), col("value").alias(out)
+        )
+    )
+    joined = df.join(d, (df["rk"] == d["_rk"]) & (df[hcol] == d["_h"]), "left").drop("_rk", "_h")
+    return joined if keep else joined.drop(hcol)

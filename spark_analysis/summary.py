@@ -66,6 +66,10 @@ def assemble(
             if r["rk"] == rk and r["n"]:
                 p = r["p"]
                 latency = {"p50": p[0], "p95": p[1], "p99": p[2], "max": r["max"], "count": r["n"]}
+        # [bin, receipts]: bin b holds latencies in [10^(b/4), 10^((b+1)/4)) s (aggregates.latency_bin)
+        latency["histogram"] = sorted(
+            [r["bin"], r["n"]] for r in got.get("latency_bins", []) if r["rk"] == rk
+        )
         streams = [{k: v for k, v in st.items() if k != "rk"} for st in got["streams"] if st["rk"] == rk]
         streams.sort(key=lambda s: (s["subscriber"] or "", s["subscription"] or "", s["publisher"] or ""))
         cube = [r for r in facts.cube if r["rk"] == rk]

@@ -49,19 +49,24 @@ class Blamed:
 
 def anomalous_rows(run_dir: Path) -> tuple[list[dict[str, Any]], set[str]]:
     """The lost/missed/duplicated rows of messages.parquet, and which of their msg_ids reached some
-    subscription (read with filters: the table can hold millions of rows)."""
+    subscription (its `reached` column; read with a filter: the table can hold millions of rows)."""
     import pyarrow.parquet as pq
 
     path = Path(run_dir) / "analysis" / "messages.parquet"
     if not path.exists():
         return [], set()
-    cols = ["msg_id", "subscriber", "subscription", "status", "durable", "ack_ts", "first_attempt_ts"]
+    cols = [
+        "msg_id",
+        "subscriber",
+        "subscription",
+        "status",
+        "durable",
+        "ack_ts",
+        "first_attempt_ts",
+        "reached",
+    ]
     rows = pq.read_table(path, columns=cols, filters=[("status", "in", list(CLASSES))]).to_pylist()
-    ids = sorted({str(r["msg_id"]) for r in rows if r.get("msg_id") is not None})
-    delivered: set[str] = set()
-    if ids:
-        hit = pq.read_table(path, columns=["msg_id"], filters=[("msg_id", "in", ids), ("received", ">", 0)])
-        delivered = {str(m) for m in hit.column("msg_id").to_pylist()}
+    delivered = {str(r["msg_id"]) for r in rows if r.get("reached") and r.get("msg_id") is not None}
     return rows, delivered
 
 

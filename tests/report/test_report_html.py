@@ -40,6 +40,7 @@ def test_every_reconciled_run_gets_a_report(killed_run: Path) -> None:
     md = (killed_run / "summary.md").read_text()
     assert 'id="verdict"' in html and 'id="timeline"' in html and 'id="latency"' in html
     assert "kill pair-1" in html, "the kill window is labelled on the timeline"
+    assert "<rect" in html.split('id="latency"')[1].split("</svg>")[0], "latency bars from the summary"
     assert "brokers/pair-1/broker.log" in html, "links to the broker logs"
     assert "| lost | duplicated |" in md
     assert 'id="promises"' in html and "at_least_once" in html, "the promise table is at the top"

@@ -157,7 +157,8 @@ def runs(
         names = ["classes", "robust", "empty", "20990101-000000-nolog"]
         if not done.exists():
             dirs = _build_runs(root)
-            summaries = reconcile(dirs, spark=request.getfixturevalue("spark"))
+            # every pair in messages.parquet: the tests below read the ok pairs too
+            summaries = reconcile(dirs, spark=request.getfixturevalue("spark"), all_pairs=True)
             done.write_text(json.dumps(summaries))
     summaries = json.loads(done.read_text())
     return {n: (root / n, s) for n, s in zip(names, summaries, strict=True)}
@@ -243,6 +244,9 @@ def test_metrics_latency_order_and_faults(runs):
     # first receipts of attempted messages, nearest-rank percentiles
     assert lat["count"] == 12 and lat["max"] == pytest.approx(10.5)  # m-late on sub-c: 50.5 - 40.0
     assert lat["p50"] == pytest.approx(0.1)
+    # quarter-decade bins: 10.5 s is bin 4 ([10^1, 10^1.25)), 0.1 s bin -4
+    assert sum(n for _, n in lat["histogram"]) == 12 and max(b for b, _ in lat["histogram"]) == 4
+    assert dict(lat["histogram"])[-4] >= 1
     streams = {(x["subscriber"], x["publisher"]): x for x in s["out_of_order"]["streams"]}
     # sub-a receives m-ghost-t (sent at 24) at 30.0, after m-ghost-o (sent at 25, received 26.0)
     assert streams[("sub-a", "pub-1")]["out_of_order"] == 1
@@ -275,6 +279,31 @@ def test_small_blocks_and_horizon_change_nothing(runs, spark, tmp_path, monkeypa
     assert small["faults"] == s["faults"]
     # sub-d first receives 8.7 s after the window [21.5, 32.5]: found by the late scan
     assert s["faults"][0]["recovery_s"]["sub-d"]["subscriber:u/a"] == pytest.approx(41.2 - 21.5)
+
+
+def test_default_table_lists_every_pair_that_is_not_a_plain_delivery(runs, spark, tmp_path):
+    """By default messages.parquet holds the pairs whose status is not ok and the first row of
+    every message not acknowledged: exactly those rows of the full table; the summary is the same."""
+    run_dir, full_summary = runs["classes"]
+    (s,) = reconcile([_copy(run_dir, tmp_path)], spark=spark)
+    assert s["engine"]["messages_parquet"] == "listed"
+    assert full_summary["engine"]["messages_parquet"] == "all"
+    assert {k: v for k, v in s.items() if k not in ("engine", "run_dir")} == {
+        k: v for k, v in full_summary.items() if k not in ("engine", "run_dir")
+    }
+    full = _pairs(run_dir)
+    keep = (full.status.notna() & (full.status != "ok")) | (full.msg_row & (full.state != "acknowledged"))
+    assert 0 < keep.sum() < len(full)
+
+    def rows(df: pd.DataFrame) -> list[tuple]:
+        return sorted(df.astype(object).where(df.notna(), None).itertuples(index=False, name=None), key=repr)
+
+    got = _pairs(tmp_path / run_dir.name)
+    assert list(got.columns) == list(full.columns)
+    assert rows(got) == rows(full[keep])
+    # `reached`: m-lost was delivered to no subscription, m-dup (duplicated on one) was
+    assert not got[got.msg_id == "m-lost"].reached.any()
+    assert full[full.msg_id == "m-dup"].reached.all()
 
 
 def test_robustness_malformed_torn_unknown(runs):
@@ -469,3 +498,9 @@ def test_cli_runs_the_job(runs, spark, capsys, tmp_path):
     assert "run-robust: reconciled" in out and "policy violations: -" in out
     s = json.loads((run_dir / "analysis" / "summary.json").read_text())
     assert s["policy"]["max_duplicates"] == 3 and s["policy"]["settle_s"] == 2.0
+    assert s["engine"]["messages_parquet"] == "listed"
+    assert not (_pairs(run_dir).status == "ok").any()
+    assert main([str(run_dir), "--all-pairs", "--quiet"]) == 0
+    again = json.loads((run_dir / "analysis" / "summary.json").read_text())
+    assert again["engine"]["messages_parquet"] == "all"
+    assert (_pairs(run_dir).status == "ok").sum() == again["deliveries"]["ok"] > 0
