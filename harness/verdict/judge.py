@@ -70,8 +70,25 @@ class Verdict:
             ev = "; ".join(_evidence_line(e) for e in c.evidence[:3])
             where = f" [fault {c.fault}]" if c.fault else ""
             lines.append(f"  {tag} {c.promise}: {c.count} — {c.detail}{where}; e.g. {ev}")
+        if blamed := self.blame_line():
+            lines.append(f"  blame: {blamed}")
         lines.append(f"  run folder: {self.run_dir}")
         return "\n".join(lines)
+
+    def blame_line(self) -> str:
+        """Whose fault the lost, missed and duplicated deliveries are, e.g. "lost broker=1", with
+        the policy that gates only the agent's when the agent is blamed for none of them."""
+        parts = []
+        for status, by in self.blame.items():
+            named = [f"{who}={n}" for who, n in by.items() if n]
+            if named:
+                parts.append(f"{status} {' '.join(named)}")
+        if not parts:
+            return ""
+        text = "; ".join(parts)
+        if self.gate == "all" and not any(by.get("agent") for by in self.blame.values()):
+            text += " (none on the agent: `--gate agent` gates only the agent's)"
+        return text
 
 
 def _evidence_line(e: dict[str, Any]) -> str:

@@ -231,3 +231,16 @@ def test_nothing_to_judge_is_an_error(tmp_path: Path):
     assert judge(ran).verdict == "fail"
     with pytest.raises(VerdictError, match="summary"):
         judge(_run_dir(tmp_path / "x", None))
+
+
+def test_failure_message_says_whose_fault_the_anomalies_are(tmp_path: Path):
+    from harness.verdict.judge import Verdict
+
+    counts = {"agent": 0, "broker": 1, "fault": 0, "unknown": 0}
+    broker_only = Verdict("fail", [], ["at_least_once"], tmp_path, broken=["at_least_once"],
+                          blame={"lost": counts, "duplicated": {**counts, "broker": 2}})  # fmt: skip
+    msg = broker_only.message("stop-master")
+    assert "blame: lost broker=1; duplicated broker=2 (none on the agent: `--gate agent`" in msg
+    mixed = Verdict("fail", [], [], tmp_path, blame={"lost": {**counts, "agent": 3, "unknown": 1}})
+    assert mixed.blame_line() == "lost agent=3 broker=1 unknown=1"  # no hint: the agent is blamed
+    assert Verdict("pass", [], [], tmp_path, blame={"lost": dict.fromkeys(counts, 0)}).blame_line() == ""
