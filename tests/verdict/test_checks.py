@@ -22,6 +22,7 @@ from harness.verdict.checks import (
     recovery,
     subscription_confirmed,
 )
+from harness.verdict.judge import Verdict
 from harness.verdict.view import Window
 
 A, B = "127.0.0.1:1001", "127.0.0.1:1002"  # the proxies of pair-1 and pair-2
@@ -234,8 +235,6 @@ def test_nothing_to_judge_is_an_error(tmp_path: Path):
 
 
 def test_failure_message_says_whose_fault_the_anomalies_are(tmp_path: Path):
-    from harness.verdict.judge import Verdict
-
     counts = {"agent": 0, "broker": 1, "fault": 0, "unknown": 0}
     broker_only = Verdict("fail", [], ["at_least_once"], tmp_path, broken=["at_least_once"],
                           blame={"lost": counts, "duplicated": {**counts, "broker": 2}})  # fmt: skip
