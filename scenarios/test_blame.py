@@ -4,7 +4,8 @@ against the broker's own view (brokers/events.jsonl), and whose fault each lost 
 - subscribed_early: its `subscribed` before the broker had the consumer is named with the broker's
   evidence;
 - pause-master with an agent that reconnects durable clients without the reference's probe: the
-  thawed master steals the subscribers' links, the losses are the broker's (`Stealing link`);
+  thawed master steals the subscribers' links; when that leaves a subscription dispatching nothing
+  (a rare race inside the broker: docs/scenarios.md), the losses are the broker's (`Stealing link`);
   `--gate agent` passes at_least_once and lists the finding as a warning;
 - pause-master with an agent that never resubscribes: the same kind of losses are the agent's;
 - STOMP across a network of pairs, the subscriber side's master killed (docs/scenarios.md, "Known
@@ -54,16 +55,20 @@ def test_naive_reconnect_losses_blamed_on_broker(reports_root, backend_kind, sce
     assert stolen, f"the thawed master stole no subscriber link (the naive agent's defect): {res.run_dir}"
     blame = res.summary["blame"]["lost"]
     lost = res.summary["deliveries"]["lost"]
-    if lost == 0:  # the steal did not leave a consumerless subscription this time (a race)
+    if lost == 0:  # the steal left no subscription dispatching nothing this time (a rare race)
         pytest.skip(f"{len(stolen)} subscriber links stolen, no delivery lost: race not reproduced")
     assert blame["broker"] == lost, f"lost {lost}, blamed {blame}: {res.run_dir}"
+    # the advisories may show the live connection's consumer (added before the stolen one's late
+    # removal: docs/scenarios.md) or none (then broker_consumers names it too); either way the
+    # blamed losses carry the steal
+    rows = [r for r in blame_rows(res.run_dir) if r["status"] == "lost"]
+    assert all(any("Stealing link" in e for e in r["evidence"]) for r in rows), rows[:3]
     finding = res.verdict.check("broker_consumers")
-    assert finding.status == "fail" and finding.blame == "broker", res.verdict.message()
-    lines = [ln for e in finding.evidence for ln in e.get("lines", [])]
-    assert any("Stealing link" in ln for ln in lines), f"no Stealing link evidence: {finding.evidence}"
+    assert finding.status != "fail" or finding.blame == "broker", res.verdict.message()
     agent_gate = judge(res.run_dir, gate="agent")
     assert agent_gate.check("at_least_once").status == "pass", agent_gate.message()
-    assert "broker_consumers" in agent_gate.warnings and "broker_consumers" not in agent_gate.broken
+    assert f"broker={lost}" in agent_gate.check("at_least_once").detail, agent_gate.message()
+    assert "broker_consumers" not in agent_gate.broken  # a warning when it failed, never gated
     assert judge(res.run_dir).verdict == "fail"  # the default gate counts every anomaly
 
 

@@ -2,7 +2,8 @@
 
 - `fault`: acknowledged inside a black-hole / partition window and delivered to no subscription;
 - `broker`: the agent held a granted subscription on a member that was up, and the message was
-  acknowledged yet not delivered (with a consumer there, or without one: the link-stealing race);
+  acknowledged yet not delivered (with a consumer there, or without one; either way with the
+  `Stealing link` lines of the subscription's client id before the grant, the link-stealing race);
   or the agent resubscribed durably afterwards and the kept message never came (a bridge race
   across a network, a store that lost it); a duplicate the publisher sent once (a redelivery);
 - `agent`: it held no subscription then and never resubscribed durably (or did so with a clean
@@ -128,7 +129,11 @@ def _missing(
             return "unknown", [f"observer gap on {live.member} at {t:.3f}"]
         where = f"{live.member} (granted {live.start:.3f})"
         if has:
+            # a steal just before the grant is the link-stealing race: the advisories show the new
+            # consumer, while the old connection's late deactivation left it dispatching nothing
+            stolen = w.stolen(live.member, ids, live.start - 30.0, t) if ids else []
             lines = [f"a consumer existed on {where}; acknowledged by {pub_member} at {t:.3f}, not delivered"]
+            lines += [line_of(x) for x in stolen[:3]]
             return "broker", lines + _bridge_lines(v, pub_member, live.member, t)
         stolen = w.stolen(live.member, ids, live.start - 30.0, t)
         lines = [f"granted subscription with no consumer on {where} at {t:.3f}"]

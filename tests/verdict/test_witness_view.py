@@ -3,7 +3,14 @@ observer gaps, known empty on a killed member or a slave waiting for the lock.""
 
 from __future__ import annotations
 
-from harness.verdict.blame import _duplicate
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harness.verdict import RunView
+from harness.verdict.blame import _duplicate, assign
 from harness.verdict.witness import BrokerView
 
 
@@ -84,3 +91,60 @@ def test_duplicate_blame():
     assert _duplicate(once)[0] == "broker"
     again = [*once, {"event": "send_attempt", "ts": 2.0}, {"event": "sent", "ts": 2.1}]
     assert _duplicate(again)[0] == "agent"
+
+
+def _lines(path: Path, records: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(x) + "\n" for x in records))
+
+
+def test_link_stealing_race_blamed_on_broker_with_the_steal(tmp_path: Path):
+    """The race as ActiveMQ's advisories show it (docs/scenarios.md): the thawed master steals the
+    subscriber's link, the new consumer is added before the old one is removed, so the observer
+    sees a consumer, yet nothing is delivered. The loss is the broker's and names the steal."""
+    a = "127.0.0.1:1001"
+    run = {
+        "run": "r1",
+        "links": [{"name": "pair-1-mqtt", "listen": a, "kind": "client", "broker": "pair-1"}],
+        "brokers": {"pair-1": {"group": "pair"}},
+        "agents": [{"name": "a", "conf": {"mb.urls": a}, "workload": {"subscriptions": [{"topic": "t/#"}]}}],
+    }
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    (tmp_path / "analysis" / "summary.json").write_text("{}")
+    _lines(
+        tmp_path / "agents" / "a" / "messages.jsonl",
+        [
+            {"ts": 20.0, "event": "connected", "role": "subscriber:t/#", "broker": a},
+            {"ts": 20.05, "event": "subscribed", "topic": "t/#", "broker": a, "durable": True},
+            {"ts": 21.0, "event": "send_attempt", "msg_id": "m1", "broker": a},
+            {"ts": 21.1, "event": "sent", "msg_id": "m1", "broker": a},
+        ],
+    )
+    cid, steal = "bfh-r1-a-s0", "Stealing link for clientId bfh-r1-a-s0 From Connection ..."
+    _lines(
+        tmp_path / "brokers" / "events.jsonl",
+        [
+            _e(0.0, "observer_gap_start", broker="pair-1"),
+            _e(1.0, "observer_gap_end", broker="pair-1"),
+            _e(0.5, "broker_started", source="log", broker="pair-1"),
+            _added(19.0, cid=cid, broker="pair-1"),  # a replayed CONNECT's restore
+            _e(20.01, "link_stolen", broker="pair-1", client_id=cid, source="log", line=steal),
+            _added(20.02, cid=cid, broker="pair-1"),  # the live connection's restore
+            _e(
+                20.03,
+                "consumer_removed",
+                broker="pair-1",
+                client_id=cid,
+                consumer_id=f"{cid}:19.0",
+                destination="t.>",
+            ),
+        ],
+    )
+    row = {"msg_id": "m1", "subscriber": "a", "subscription": "t/#", "status": "lost", "durable": True,
+           "ack_ts": 21.1, "first_attempt_ts": 21.0, "reached": False}  # fmt: skip
+    pq.write_table(pa.Table.from_pylist([row]), tmp_path / "analysis" / "messages.parquet")
+    (blamed,) = assign(RunView.load(tmp_path))
+    assert blamed.blame == "broker", blamed
+    assert blamed.evidence[0].startswith("a consumer existed on pair-1"), blamed.evidence
+    assert any("Stealing link" in e for e in blamed.evidence[1:]), blamed.evidence
