@@ -287,6 +287,9 @@ def _spark_warmup(request: pytest.FixtureRequest) -> None:
         item.get_closest_marker("spark") or _SPARK_FIXTURES & set(getattr(item, "fixturenames", ()))
         for item in request.session.items
     ):
+        from spark_analysis.warmup import import_here
+
+        import_here()  # not on the thread: the first test may read a module it is importing
         target = _connect_spark if _share_spark() else _warm_spark
         threading.Thread(target=target, name="spark-warmup", daemon=True).start()
 

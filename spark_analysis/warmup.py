@@ -39,8 +39,21 @@ def warm_up(small: bool = True) -> bool:
         return True
 
 
+def import_here() -> None:
+    """Import the Python modules the warm-up loads, on the caller's thread, before a warm-up thread
+    starts: while a thread imports a module, other threads see it half-initialised in sys.modules,
+    and code that reads it from there breaks (Hypothesis's `sampled_from` read `numpy.ndarray`
+    from a half-imported numpy: a failed gate round). gRPC is not imported here: it must load
+    after session.py has set its fork setting."""
+    import numpy  # noqa: F401
+    import pandas  # noqa: F401
+    import pyarrow  # noqa: F401
+    import pyspark.sql  # noqa: F401
+
+
 def start(small: bool = True) -> threading.Thread:
     """`warm_up` on a daemon thread; join it before the reconcile that should find Spark warm."""
+    import_here()
     t = threading.Thread(target=warm_up, args=(small,), name="spark-warmup", daemon=True)
     t.start()
     return t

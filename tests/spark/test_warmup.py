@@ -36,3 +36,20 @@ def test_warm_up_leaves_a_warm_small_session_for_the_reconcile() -> None:
     # C1 alone defaults to 48 MB of compiled code, which Spark's generated classes could fill
     # within 8-12 reconciles: the JIT stopped and a session serving many runs slowed down
     assert int(lines.get("codecache", "0")) >= 200 << 20, out.stdout
+
+
+def test_start_imports_on_the_callers_thread() -> None:
+    """A module another thread is importing is half-initialised in sys.modules: the warm-up's
+    imports happen before its thread starts (a gate round failed when Hypothesis read
+    numpy.ndarray from a numpy the warm-up thread was importing)."""
+    code = (
+        "import sys\n"
+        "from spark_analysis import warmup\n"
+        "warmup.warm_up = lambda small=True: True  # the thread itself imports nothing\n"
+        "warmup.start().join()\n"
+        "missing = [m for m in ('numpy', 'pandas', 'pyarrow', 'pyspark.sql') if m not in sys.modules]\n"
+        "assert not missing, missing\n"
+        "assert sys.modules['numpy'].ndarray\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
