@@ -128,14 +128,13 @@ def _missing(
         if has is None:
             return "unknown", [f"observer gap on {live.member} at {t:.3f}"]
         where = f"{live.member} (granted {live.start:.3f})"
+        stolen = w.stolen(live.member, ids, live.start - 30.0, t)
         if has:
             # a steal just before the grant is the link-stealing race: the advisories show the new
             # consumer, while the old connection's late deactivation left it dispatching nothing
-            stolen = w.stolen(live.member, ids, live.start - 30.0, t) if ids else []
             lines = [f"a consumer existed on {where}; acknowledged by {pub_member} at {t:.3f}, not delivered"]
-            lines += [line_of(x) for x in stolen[:3]]
+            lines += [line_of(x) for x in stolen[:3]] if ids else []  # unknown ids: any client's steal
             return "broker", lines + _bridge_lines(v, pub_member, live.member, t)
-        stolen = w.stolen(live.member, ids, live.start - 30.0, t)
         lines = [f"granted subscription with no consumer on {where} at {t:.3f}"]
         return "broker", lines + [line_of(x) for x in stolen[:3]]
     later = [s for s in subs if s.start > t and s.member and v.group_of(s.member) is not None]
