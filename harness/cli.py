@@ -336,6 +336,17 @@ def _judge_dirs(dirs: list[Path], gates: list[str] | None, as_json: bool, gate: 
     return code
 
 
+def _port(text: str) -> int:
+    """An argparse type: a TCP port, 1..65535."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"port {n} is outside 1..65535")
+    return n
+
+
 def _fault_proxy(rest: list[str]) -> int:
     from harness.faultproxy.server import main as server_main
 
@@ -352,6 +363,9 @@ def _topology(args: argparse.Namespace) -> int:
     if args.action == "show":
         print(json.dumps(topo.redacted(), indent=2))
     else:
+        from harness.brokerconf import check_rendered
+
+        check_rendered(topo)  # what a run renders, parsed: validate fails when a run would
         _config_warnings(topo)
         err.print(f"[green]ok[/] {args.file}: {len(topo.groups)} group(s), {len(topo.bridges)} bridge(s)")
     return 0
@@ -448,8 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
     c = add("compose", "write a Docker Compose file (and its conf dir) for a topology")
     c.add_argument("topology", help="topology file or built-in name")
     c.add_argument("--out", default="compose", help="folder for <name>.yml and conf/<name>/")
-    c.add_argument("--client-port", type=int, default=21000, help="first published client port")
-    c.add_argument("--api-port", type=int, default=8474, help="published fault-proxy API port")
+    c.add_argument("--client-port", type=_port, default=21000, help="first published client port")
+    c.add_argument("--api-port", type=_port, default=8474, help="published fault-proxy API port")
 
     im = add("images", "build the Docker images from Debian packages (cached by recipe hash)")
     im.add_argument("action", choices=["build", "list"])

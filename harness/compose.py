@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from harness.backends.brokerfiles import activemq_command
-from harness.brokerconf import for_container, render_broker
+from harness.brokerconf import check_well_formed, for_container, render_broker
 from harness.plan import Link, Plan, make_plan
 from harness.topology import Topology
 
@@ -67,6 +67,12 @@ def compose_plan(topology: Topology, client_ports: Sequence[int] | None = None) 
         client_ports = range(CLIENT_BASE, CLIENT_BASE + n_conn)
     if len(client_ports) != n_conn or len(set(client_ports)) != n_conn:
         raise ComposeError(f"{topology.name}: needs {n_conn} distinct client ports, got {list(client_ports)}")
+    bad = [p for p in client_ports if isinstance(p, bool) or not 1 <= p <= 65535]
+    if bad:
+        raise ComposeError(
+            f"{topology.name}: client ports {bad[0]}..{bad[-1]} are outside 1..65535 "
+            f"(it needs {n_conn} from the first); choose a lower --client-port"
+        )
     # make_plan draws connector ports first, then client links, then bridge links
     pool = itertools.chain(
         range(1, n_conn + 1),  # placeholders, replaced by the defaults below
@@ -116,7 +122,11 @@ def render(
     topology: Topology, client_ports: Sequence[int] | None = None, api_port: int = API_PORT
 ) -> dict[str, str]:
     """{relative path: text} of the compose file and its conf dir (nothing written)."""
+    if isinstance(api_port, bool) or not 1 <= api_port <= 65535:
+        raise ComposeError(f"API port {api_port} is outside 1..65535")
     plan = compose_plan(topology, client_ports)
+    if plan.links and max(lk.listen_port for lk in plan.links) > 65535:
+        raise ComposeError(f"{topology.name}: too many links for the proxy's port range")
     name = topology.name
     files: dict[str, str] = {}
     services: dict[str, Any] = {}
@@ -126,6 +136,7 @@ def render(
             plan, b, console_log=True, paths={"data_dir": "/data", "store_dir": "/store/kahadb"}
         )
         files[f"{conf}/activemq.xml"] = for_container(rendered["activemq.xml"], PROXY_HOST)
+        check_well_formed(files[f"{conf}/activemq.xml"], f"{name}: broker {b.name}")
         files[f"{conf}/log4j.properties"] = rendered["log4j.properties"]
         services[b.name] = _broker_service(b.name, b.group, f"./{conf}")
     files[f"conf/{name}/proxies.json"] = json.dumps(_proxies(plan), indent=2) + "\n"

@@ -39,6 +39,7 @@ from harness.topology.confcheck import (
     resolve,
     warnings,
 )
+from harness.topology.files import read_input
 
 MEMORY_CAP_MB = 128  # half the 256 MB heap the local backend gives each broker
 SECRET = re.compile(r'(\b\w*[Pp]assword\s*=\s*)"[^"]*"')
@@ -55,6 +56,7 @@ class _Patch:
         self.tags: dict[Node, bytes] = {}
         self.edits: list[tuple[int, int, bytes]] = []
         self.notes: list[str] = []
+        self.opened: list[Node] = []  # self-closing elements given children: <x/> -> <x>...</x>
 
     def _tag(self, n: Node) -> bytes:
         return self.tags.get(n, self.conf.data[n.start : n.start_end])
@@ -75,11 +77,24 @@ class _Patch:
         self.tags[n] = pat.sub(b"", self._tag(n), count=1)
 
     def drop(self, n: Node, why: str) -> None:
-        text = self.conf.data[n.start : n.end].decode("utf-8", "replace").replace("--", "- -")
+        text = self.conf.data[n.start : n.end].decode("utf-8", "replace")
+        text = re.sub(r"-(?=-|$)", "- ", text)  # no '--' inside a comment, none before its end
         self.edits.append((n.start, n.end, f"<!-- bfh: left out ({why}): {text} -->".encode()))
 
     def insert(self, at: int, text: str) -> None:
         self.edits.append((at, at, text.encode()))
+
+    def insert_child(self, n: Node, text: str) -> None:
+        """Insert `text` as the last child of `n`: on its own line before the end tag when the
+        end tag starts a line, else right before it (a one-line element stays well-formed)."""
+        if n.self_closing:
+            if n not in self.opened:
+                self.opened.append(n)
+            self.insert(n.start_end, "\n" + text)
+            return
+        line_start = self.conf.data.rfind(b"\n", 0, n.close_start) + 1
+        own_line = line_start >= n.start_end and not self.conf.data[line_start : n.close_start].strip()
+        self.insert(line_start if own_line else n.close_start, text if own_line else "\n" + text)
 
     def indent(self, n: Node) -> str:
         line_start = self.conf.data.rfind(b"\n", 0, n.start) + 1
@@ -87,7 +102,14 @@ class _Patch:
         return lead.decode() if not lead.strip() else "    "
 
     def apply(self) -> bytes:
-        edits = self.edits + [(n.start, n.start_end, t) for n, t in self.tags.items()]
+        closing = []
+        for n in self.opened:  # <x .../> becomes <x ...>, closed after the inserted children
+            tag = self._tag(n)
+            self.tags[n] = tag[:-2].rstrip() + b">" if tag.endswith(b"/>") else tag
+            qname = re.match(rb"<([^\s/>]+)", tag)
+            closing.append((n.start_end, n.start_end, b"</" + (qname[1] if qname else b"") + b">"))
+        # stable sort, applied back to front: of inserts at one offset the first listed ends last
+        edits = closing + self.edits + [(n.start, n.start_end, t) for n, t in self.tags.items()]
         out = self.conf.data
         for start, end, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
             out = out[:start] + text + out[end:]
@@ -141,7 +163,7 @@ def render_member(plan: Plan, broker: BrokerPlan, paths: dict[str, str] | None =
         p.notes.append("properties ${activemq.*} resolved to the member's folders")
     files = {"activemq.xml": xml}
     for f in property_files(conf):
-        files[f.name] = f.read_text(encoding="utf-8", errors="replace")
+        files[f.name] = read_input(f).decode("utf-8", "replace")
     _write_record(plan, broker, src, conf, xml, p.notes)
     return files
 
@@ -197,10 +219,10 @@ def _transport(
     if not added:
         return
     tcs = b.find("transportConnectors")
-    if tcs and not tcs[0].self_closing:
+    if tcs:
         ind = p.indent(tcs[0]) + "    "
         text = "".join(f'{ind}<transportConnector name="{x}" uri="{u}"/>\n' for x, u in added.items())
-        p.insert(p.conf.data.rfind(b"\n", 0, tcs[0].close_start) + 1, text)
+        p.insert_child(tcs[0], text)
     else:
         ind = p.indent(b) + "    "
         inner = "".join(f'{ind}    <transportConnector name="{x}" uri="{u}"/>\n' for x, u in added.items())
@@ -208,8 +230,7 @@ def _transport(
 
 
 def _insert_in_broker(p: _Patch, b: Node, text: str) -> None:
-    at = p.conf.data.rfind(b"\n", 0, b.close_start) + 1
-    p.insert(at, text)
+    p.insert_child(b, text)
 
 
 def _store(p: _Patch, b: Node, store_dir: str) -> None:
@@ -271,8 +292,10 @@ def _network(p: _Patch, b: Node, plan: Plan, broker: BrokerPlan) -> None:
 
 
 def _resolve_outside_comments(text: str, props: dict[str, str]) -> str:
+    # values are XML-escaped: Spring substitutes after parsing, this text is parsed again
+    safe = {k: _esc(v, quote=True) for k, v in props.items()}
     parts = re.split(r"(<!--.*?-->)", text, flags=re.S)
-    return "".join(part if part.startswith("<!--") else resolve(part, props) for part in parts)
+    return "".join(part if part.startswith("<!--") else resolve(part, safe) for part in parts)
 
 
 def _write_record(

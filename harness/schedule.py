@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+import math
 from typing import Annotated, Any
 
 import yaml
@@ -15,14 +16,31 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    BeforeValidator,
     Field,
     ValidationError,
+    StrictBool,
+    StrictInt,
     ValidationInfo,
     field_validator,
 )
 
 from harness.faultkinds import FaultParamsError, Params, kind, schedulable
 
+from harness.topology.files import InputFileError, read_text
+from harness.topology.yamlsafe import problem, safe_load
+
+MAX_SECONDS = 7 * 86400.0  # a week: any step time or duration beyond it is a typo
+
+
+def _seconds(v: Any) -> Any:
+    # finite, and not a boolean (YAML `at: yes` would be 1.0)
+    if isinstance(v, bool) or (isinstance(v, float) and not math.isfinite(v)):
+        raise ValueError("must be a finite number of seconds")
+    return v
+
+
+Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False)]
 
 def _schedulable(name: str) -> str:
     if name not in schedulable():
@@ -40,12 +58,12 @@ class ScheduleError(ValueError):
 class Step(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    at: float = Field(ge=0, description="seconds after traffic starts")
+    at: Seconds = Field(description="seconds after traffic starts")
     fault: FaultName
     target: str = Field(min_length=1)
-    duration: float | None = Field(default=None, ge=0, description="heal after this many seconds")
+    duration: Seconds | None = Field(default=None, description="heal after this many seconds")
     params: dict[str, Any] = Field(default_factory=dict)
-    wait_takeover: bool = True  # kill/stop: the window ends when the group serves again
+    wait_takeover: StrictBool = True  # kill/stop: the window ends when the group serves again
 
     @field_validator("params")
     @classmethod
@@ -74,9 +92,9 @@ class Step(BaseModel):
 class Schedule(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    seed: int = 0
-    steps: list[Step] = Field(default_factory=list)
-    settle_s: float = Field(default=10.0, ge=0, description="quiet time after healing, before accounting")
+    seed: StrictInt = Field(default=0, ge=-(2**63), lt=2**63)
+    steps: list[Step] = Field(default_factory=list, max_length=10_000)
+    settle_s: Seconds = Field(default=10.0, description="quiet time after healing, before accounting")
 
     def sorted_steps(self) -> list[Step]:
         return sorted(self.steps, key=lambda s: s.at)
@@ -88,13 +106,17 @@ class Schedule(BaseModel):
 def load_schedule(path: str | Path) -> Schedule:
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))  # JSON is YAML too
-    except OSError as e:
-        raise ScheduleError(f"{p}: cannot read schedule ({e.strerror})") from None
+        data = safe_load(read_text(p))  # JSON is YAML too
+    except InputFileError as e:
+        raise ScheduleError(f"cannot read schedule {e}") from None
     except yaml.YAMLError as e:
-        raise ScheduleError(f"{p}: not valid YAML/JSON ({e})") from None
+        msg, line = problem(e)
+        raise ScheduleError(f"{p}{f':{line}' if line else ''}: not valid YAML/JSON ({msg})") from None
     try:
         return Schedule.model_validate(data)
     except ValidationError as e:
-        details = "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors())
-        raise ScheduleError(f"{p}: invalid schedule: {details}") from None
+        details = "; ".join(
+            f"{'.'.join(map(str, x['loc']))}: {x['msg']}".replace("\n", " ") for x in e.errors()[:5]
+        )
+        more = f" (and {len(e.errors()) - 5} more)" if len(e.errors()) > 5 else ""
+        raise ScheduleError(f"{p}: invalid schedule: {details}{more}") from None

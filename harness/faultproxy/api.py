@@ -220,6 +220,8 @@ def _json(raw: bytes) -> Any:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"bad request body: {exc}") from None
+    except RecursionError:
+        raise ApiError(400, "bad request body: nested too deeply") from None
 
 
 def _parse_head(head: bytes) -> tuple[str, str, str, dict[str, str]]:

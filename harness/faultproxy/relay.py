@@ -51,6 +51,36 @@ def split_hostport(addr: str, what: str) -> tuple[str, int]:
     return host, port
 
 
+_ANY = ("", "0.0.0.0", "::")
+_LOOPBACK = ("localhost", "::1", "0:0:0:0:0:0:0:1")
+
+
+def _local(host: str) -> str:
+    """'any' (a wildcard listen), 'loopback', or the host itself, lowercased."""
+    h = host.strip("[]").lower()
+    if h in _ANY:
+        return "any"
+    if h in _LOOPBACK or h.startswith("127.") or h.endswith(".localhost"):
+        return "loopback"
+    return h
+
+
+def same_endpoint(upstream: str, listen: str) -> bool:
+    """Whether dialling `upstream` reaches a socket listening on `listen` (127.0.0.1, localhost,
+    ::1 and the wildcards 0.0.0.0/:: counted as one machine; other names compared as written)."""
+    try:
+        uh, up = split_hostport(upstream, "upstream")
+        lh, lp = split_hostport(listen, "listen")
+    except ApiError:
+        return False
+    if up != lp or up == 0:
+        return False
+    u, ln = _local(uh), _local(lh)
+    if u == "any":
+        u = "loopback"  # dialling 0.0.0.0 reaches the local machine
+    return ln == "any" or u == ln
+
+
 def join_hostport(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -540,13 +570,38 @@ class Registry:
         except KeyError:
             raise ApiError(404, "proxy not found") from None
 
+    def check_loop(self, name: str, listen: str, upstream: str) -> None:
+        """ApiError 400 when `upstream` is this proxy's own listen address or another proxy's:
+        every connection would dial the proxy again, until no file descriptor is left."""
+        if same_endpoint(upstream, listen):
+            raise ApiError(400, f"proxy {name}: upstream {upstream} is its own listen address (a loop)")
+        for other in self.proxies.values():
+            if other.name != name and same_endpoint(upstream, other.listen):
+                raise ApiError(
+                    400,
+                    f"proxy {name}: upstream {upstream} is the listen address of proxy {other.name} "
+                    "(proxies may not point at proxies)",
+                )
+
+    async def _start_checked(self, proxy: Proxy) -> None:
+        """Start `proxy`; refused (and stopped) when its bound address closes a loop."""
+        self.check_loop(proxy.name, proxy.listen, proxy.upstream)
+        await proxy.start()
+        try:
+            self.check_loop(proxy.name, proxy.listen, proxy.upstream)
+        except ApiError:
+            proxy.stop()
+            raise
+
     async def create(self, body: Any) -> Proxy:
         name, listen, upstream, enabled = _proxy_fields(body)
         if name in self.proxies:
             raise ApiError(409, "proxy already exists")
         proxy = Proxy(self, name, listen, upstream)
         if enabled:
-            await proxy.start()
+            await self._start_checked(proxy)
+        else:
+            self.check_loop(name, listen, upstream)
         self.proxies[name] = proxy
         return proxy
 
@@ -561,6 +616,7 @@ class Registry:
             raise ApiError(400, "bad request body: listen/upstream must be strings, enabled a boolean")
         split_hostport(listen, "listen")
         split_hostport(upstream, "upstream")
+        self.check_loop(name, listen, upstream)
         if listen != proxy.listen or upstream != proxy.upstream:
             # Toxiproxy: changing listen or upstream restarts the proxy, dropping connections.
             was_enabled = proxy.enabled
@@ -569,7 +625,7 @@ class Registry:
             proxy.listen, proxy.requested_listen, proxy.upstream = listen, listen, upstream
             if enabled:
                 try:
-                    await proxy.start()
+                    await self._start_checked(proxy)
                 except ApiError:
                     # refused (e.g. port in use): the proxy stays as it was
                     proxy.listen, proxy.requested_listen, proxy.upstream = old
@@ -597,6 +653,8 @@ class Registry:
                 specs.append(_proxy_fields(item))
             except ApiError as exc:
                 raise ApiError(exc.status, f"{exc.message} (proxy {i + 1})") from None
+            if specs[-1][0] in [s[0] for s in specs[:-1]]:
+                raise ApiError(400, f"duplicate proxy name {specs[-1][0]!r} (proxy {i + 1})")
         done: list[Proxy] = []
         for name, listen, upstream, enabled in specs:
             existing = self.proxies.get(name)
@@ -608,7 +666,9 @@ class Registry:
             proxy = Proxy(self, name, listen, upstream)
             try:
                 if enabled:
-                    await proxy.start()
+                    await self._start_checked(proxy)
+                else:
+                    self.check_loop(name, listen, upstream)
             except ApiError as exc:
                 return done, exc
             self.proxies[name] = proxy

@@ -14,14 +14,41 @@ import logging
 import os
 import random
 import signal
+import stat
 import sys
-from pathlib import Path
 
 from harness.faultproxy.api import TOXIPROXY_VERSION, ApiServer
 from harness.faultproxy.relay import Registry
 from harness.faultproxy.toxics import ApiError
 
 log = logging.getLogger("faultproxy")
+MAX_CONFIG = 4 << 20  # bytes: the API's own request limit
+
+
+def _port(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"port {n} is outside 0..65535")
+    return n
+
+
+def _read_config(path: str) -> bytes:
+    """A regular file of at most MAX_CONFIG bytes (a FIFO is not waited on, /dev/zero not read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        data = os.read(fd, MAX_CONFIG + 1)
+        while len(data) <= MAX_CONFIG and (more := os.read(fd, MAX_CONFIG + 1 - len(data))):
+            data += more
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG:
+        raise ValueError(f"larger than {MAX_CONFIG >> 20} MB")
+    return data
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     p.add_argument("--host", "-host", default="127.0.0.1", help="API host (default 127.0.0.1)")
-    p.add_argument("--port", "-port", type=int, default=8474, help="API port (default 8474; 0 = any)")
+    p.add_argument("--port", "-port", type=_port, default=8474, help="API port (default 8474; 0 = any)")
     p.add_argument("--seed", "-seed", type=int, default=None, help="seed for toxicity rolls and jitter")
     p.add_argument("--config", "-config", default=None, help="JSON array of proxies to create at start")
     p.add_argument(
@@ -67,9 +94,10 @@ async def _serve(args: argparse.Namespace, seed: int) -> int:
     try:
         if args.config:
             try:
-                body = json.loads(Path(args.config).read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                print(f"fault-proxy: cannot read config {args.config}: {exc}", file=sys.stderr)
+                body = json.loads(_read_config(args.config))
+            except (OSError, ValueError, RecursionError) as exc:
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                print(f"fault-proxy: cannot read config {args.config}: {why}", file=sys.stderr)
                 return 2
             proxies, error = await registry.populate(body)
             if error is not None:

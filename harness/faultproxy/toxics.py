@@ -55,7 +55,15 @@ def _check_attributes(type_: str, raw: Any, base: dict[str, int]) -> dict[str, i
     if not isinstance(raw, dict):
         raise ApiError(400, "bad request body: attributes must be a JSON object")
     out = dict(base)
-    for key in TOXIC_ATTRIBUTES[type_]:
+    known = TOXIC_ATTRIBUTES[type_]
+    unknown = sorted(str(k) for k in raw if k not in known)
+    if unknown:  # a misspelling would otherwise be a toxic that silently does nothing
+        raise ApiError(
+            400,
+            f"bad request body: unknown attribute {unknown[0]!r} for a {type_} toxic "
+            f"(attributes: {', '.join(known) or 'none'})",
+        )
+    for key in known:
         if key not in raw:
             continue
         value = raw[key]

@@ -12,6 +12,9 @@ import xml.parsers.expat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.topology.files import read_input
+
+MAX_DEPTH = 256  # elements inside elements; checks walk the tree recursively
 AMQ_NS = "http://activemq.apache.org/schema/core"
 BEANS_NS = "http://www.springframework.org/schema/beans"
 PROPERTY = re.compile(r"\$\{([^}]+)\}")
@@ -87,8 +90,10 @@ def _tag_end(data: bytes, start: int) -> int:
 
 
 def parse(path: Path) -> ConfFile:
-    """Parse `path`; raises ParseFailure (with the line) when it is not well-formed XML."""
-    data = Path(path).read_bytes()
+    """Parse `path`; raises ParseFailure (with the line) when it is not well-formed XML, or uses
+    what a broker config never needs (entity declarations, nesting deeper than MAX_DEPTH);
+    InputFileError when it is not a regular file of bounded size."""
+    data = read_input(path)
     p = xml.parsers.expat.ParserCreate(namespace_separator=" ")
     stack: list[Node] = []
     top: list[Node] = []
@@ -98,6 +103,8 @@ def parse(path: Path) -> ConfFile:
         at = p.CurrentByteIndex
         n = Node(ns, tag, {k.rpartition(" ")[2]: v for k, v in attrs.items()}, p.CurrentLineNumber, at)
         n.start_end = _tag_end(data, at)
+        if len(stack) >= MAX_DEPTH:
+            raise ParseFailure(p.CurrentLineNumber, f"elements nested deeper than {MAX_DEPTH} levels")
         n.parent = stack[-1] if stack else None
         (stack[-1].children if stack else top).append(n)
         stack.append(n)
@@ -110,8 +117,12 @@ def parse(path: Path) -> ConfFile:
         else:
             n.close_start, n.end = at, _tag_end(data, at)
 
+    def entity(name: str, *_: object) -> None:
+        raise ParseFailure(p.CurrentLineNumber, f"entity declaration <!ENTITY {name}> (not accepted)")
+
     p.StartElementHandler = start
     p.EndElementHandler = end
+    p.EntityDeclHandler = entity
     try:
         p.Parse(data, True)
     except xml.parsers.expat.ExpatError as e:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.topology.activemq import BROKER_CHILDREN
 from harness.topology.amqxml import AMQ_NS, BEANS_NS, PROPERTY, ConfFile, Node, ParseFailure, parse
+from harness.topology.files import InputFileError, read_input
 from harness.topology.model import Group, Topology
 
 # Catalog scenario that shows the static:(master,slave) bridge failing (see docs/ops.md).
@@ -65,12 +66,15 @@ def load_properties(conf: ConfFile) -> dict[str, str]:
     text = conf.data.decode("utf-8", "replace")
     for m in re.finditer(r"\$\{activemq\.conf\}/([\w.-]+\.properties)", text):
         f = conf.path.parent / m.group(1)
-        if f.is_file():
-            for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
-                line = line.strip()
-                if line and not line.startswith(("#", "!")):
-                    k, _, v = line.partition("=") if "=" in line else line.partition(":")
-                    props[k.strip()] = v.strip()
+        try:
+            body = read_input(f).decode("utf-8", "replace") if f.is_file() else ""
+        except InputFileError:
+            body = ""
+        for line in body.splitlines():
+            line = line.strip()
+            if line and not line.startswith(("#", "!")):
+                k, _, v = line.partition("=") if "=" in line else line.partition(":")
+                props[k.strip()] = v.strip()
     return props
 
 
@@ -118,7 +122,9 @@ def network_connectors(conf: ConfFile) -> list[Node]:
 
 
 def lookup(hosts: dict[str, str], host: str, port: str | None) -> str | None:
-    return hosts.get(f"{host}:{port}") or hosts.get(host)
+    """The member `hosts:` maps host:port (or host) to; host names compare case-insensitively."""
+    folded = {k.lower(): v for k, v in hosts.items()}
+    return folded.get(f"{host}:{port}".lower()) or folded.get(host.lower())
 
 
 def file_protocols(conf: ConfFile) -> set[str]:
@@ -162,8 +168,8 @@ class _Checker:
                 self.add(
                     "error", f, e.line, str(e), "close every element and escape & and < as &amp; and &lt;"
                 )
-            except OSError as e:
-                self.add("error", f, 1, f"cannot read the file ({e.strerror})", "check the path in `config:`")
+            except InputFileError as e:
+                self.add("error", f, 1, str(e), "check the path in `config:`")
         if len(confs) != len(set(files)):
             return
         for conf in confs.values():

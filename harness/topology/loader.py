@@ -6,6 +6,7 @@ are checked and imported by harness.topology.imported."""
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import xml.etree.ElementTree as ET
 from importlib import resources
@@ -15,6 +16,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from harness.topology import yamlsafe
+from harness.topology.files import InputFileError, check_input, expand, read_text
 from harness.topology.imported import import_configs
 from harness.topology.model import (
     Bridge,
@@ -206,17 +209,30 @@ def _fragment_line(p: Problem, lines: _LineMap) -> int | None:
     return None
 
 
+def _absolute(name: str, base: Path) -> str:
+    """`name` relative to the topology file; kept as written when it cannot be expanded (the
+    read reports why: `~nosuchuser/`) or resolved (a symlink loop)."""
+    try:
+        p = expand(name)
+    except InputFileError:
+        return name
+    p = p if p.is_absolute() else base / p
+    try:
+        return str(p.resolve())
+    except (OSError, RuntimeError):
+        return str(p)
+
+
 def _resolve_files(data: Any, base: Path) -> None:
-    """Make xml_file paths absolute (relative to the topology file) and check they exist."""
+    """Make xml_file and config paths absolute (relative to the topology file)."""
     if not isinstance(data, dict) or not isinstance(data.get("groups"), list):
         return
     for g in data["groups"]:
         if isinstance(g, dict) and isinstance(g.get("xml_file"), str):
-            p = Path(g["xml_file"]).expanduser()
-            g["xml_file"] = str(p if p.is_absolute() else (base / p).resolve())
+            g["xml_file"] = _absolute(g["xml_file"], base)
         if isinstance(g, dict) and isinstance(g.get("config"), (str, list)):
             files = [g["config"]] if isinstance(g["config"], str) else g["config"]
-            out = [str((base / Path(f).expanduser()).resolve()) if isinstance(f, str) else f for f in files]
+            out = [_absolute(f, base) if isinstance(f, str) else f for f in files]
             g["config"] = out[0] if isinstance(g["config"], str) else out
 
 
@@ -228,12 +244,15 @@ def _file_problems(data: Any, lines: _LineMap) -> list[Problem]:
         if isinstance(g, dict) and isinstance(g.get("config"), (str, list)):
             files = [g["config"]] if isinstance(g["config"], str) else g["config"]
             for f in files:
-                if isinstance(f, str) and not Path(f).is_file():
+                try:
+                    if isinstance(f, str):
+                        check_input(f)
+                except InputFileError as e:
                     out.append(
                         Problem(
                             ("groups", i, "config"),
-                            f"cannot read {f}",
-                            "give a path relative to the topology file, or an absolute one",
+                            str(e),
+                            "give a regular file, relative to the topology file or absolute",
                             lines.line_of(("groups", i, "config")),
                         )
                     )
@@ -242,13 +261,13 @@ def _file_problems(data: Any, lines: _LineMap) -> list[Problem]:
         loc: Loc = ("groups", i, "xml_file")
         path = Path(g["xml_file"])
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as e:
+            text = read_text(path)
+        except InputFileError as e:
             out.append(
                 Problem(
                     loc,
-                    f"cannot read {path} ({e.strerror})",
-                    "give a path relative to the topology file, or an absolute one",
+                    str(e),
+                    "give a regular file, relative to the topology file or absolute",
                     lines.line_of(loc),
                 )
             )
@@ -269,18 +288,14 @@ def _file_problems(data: Any, lines: _LineMap) -> list[Problem]:
 
 def loads_topology(text: str, source: str = "<topology>", base_dir: Path | None = None) -> Topology:
     """Parse and validate topology YAML text."""
-    loader = yaml.SafeLoader(text)
     try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        node, data = yamlsafe.compose(text)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-        line = mark.line + 1 if mark else None
-        problem = getattr(e, "problem", None) or str(e)
+        problem, line = yamlsafe.problem(e)
         fix = "fix the YAML syntax (indent with spaces, not tabs; quote values containing ': ' or '#')"
+        if isinstance(e, yamlsafe.RefusedYaml):
+            fix = "write every value out (no anchors/aliases, at most a few levels deep)"
         raise _report(source, [Problem((), f"not valid YAML: {problem}", fix, line)]) from None
-    finally:
-        loader.dispose()
     lines = _LineMap()
     if node is not None:
         lines.walk(node)
@@ -297,18 +312,20 @@ def loads_topology(text: str, source: str = "<topology>", base_dir: Path | None 
 def load_topology(path_or_name: str | Path) -> Topology:
     """Load a topology file, or a built-in example by name (`pair`, `network-of-pairs`, ...)."""
     path = Path(path_or_name)
-    if not path.exists() and str(path_or_name) in builtin_names():
+    if str(path_or_name) in builtin_names() and not os.path.lexists(path):
         return builtin_topology(str(path_or_name))
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
+        text = read_text(path)
+    except InputFileError as e:
         raise TopologyError(
-            f"{path}: cannot read topology file ({e.strerror}). Fix: give the path of a "
-            f"YAML file, or a built-in name: {', '.join(builtin_names())}"
+            f"cannot read topology file {e}. Fix: give the path of a UTF-8 YAML file, "
+            f"or a built-in name: {', '.join(builtin_names())}"
         ) from None
-    except UnicodeDecodeError:
-        raise TopologyError(f"{path}: not a text file. Fix: save the topology as UTF-8 YAML") from None
-    return loads_topology(text, str(path), path.resolve().parent)
+    try:
+        base = path.resolve().parent
+    except (OSError, RuntimeError):
+        base = path.absolute().parent
+    return loads_topology(text, str(path), base)
 
 
 def builtin_names() -> list[str]:

@@ -11,7 +11,15 @@ import re
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 from harness.topology.activemq import BRIDGE_ATTRIBUTES, check_fragment
 
@@ -22,6 +30,7 @@ BridgeUri = Literal["masterslave", "failover", "static-list", "static", "multica
 NAME_PATTERN = r"^[a-z][a-z0-9-]{0,30}$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 GROUP_SIZES = {"standalone": 1, "pair": 2, "trio": 3}
+MAX_MS = 86_400_000  # a day: timing fields above it are typos (ActiveMQ reads them as Java longs/ints)
 
 Loc = tuple[str | int, ...]
 
@@ -78,13 +87,19 @@ class Strict(BaseModel):
 
 
 class ConnectorSpec(Strict):
-    port: int | None = Field(
+    port: StrictInt | None = Field(
         default=None,
         ge=1,
         le=65535,
         description="pinned port of member 1 (member k gets port+k-1); allocated if unset",
     )
-    tls: bool = Field(default=False, description="serve this connector over TLS with the run's throwaway CA")
+    tls: StrictBool = Field(
+        default=False, description="serve this connector over TLS with the run's throwaway CA"
+    )
+
+
+def _hashable(x: Any) -> bool:
+    return isinstance(x, (str, int, float, bool)) or x is None
 
 
 def _default_connectors() -> dict[Connector, ConnectorSpec]:
@@ -97,11 +112,14 @@ class Group(Strict):
     name: Name
     kind: GroupKind = "pair"
     connectors: dict[Connector, ConnectorSpec] = Field(default_factory=lambda: _default_connectors())
-    lock_keep_alive_ms: int = Field(
-        default=2000, ge=0, description="kahaDB lockKeepAlivePeriod (ActiveMQ: 0)"
+    lock_keep_alive_ms: StrictInt = Field(
+        default=2000, ge=0, le=MAX_MS, description="kahaDB lockKeepAlivePeriod (ActiveMQ: 0)"
     )
-    lock_acquire_sleep_ms: int = Field(
-        default=1000, ge=100, description="shared-file-locker lockAcquireSleepInterval (ActiveMQ: 10000)"
+    lock_acquire_sleep_ms: StrictInt = Field(
+        default=1000,
+        ge=100,
+        le=MAX_MS,
+        description="shared-file-locker lockAcquireSleepInterval (ActiveMQ: 10000)",
     )
     xml_fragment: str | None = Field(default=None, description="extra XML inserted inside <broker>")
     xml_file: str | None = Field(
@@ -119,11 +137,15 @@ class Group(Strict):
         # `connectors: [mqtt, openwire]` is shorthand for allocated ports; `mqtt:` (null) too.
         if isinstance(v, list):
             out: dict[Any, Any] = {}
-            for c in v:
-                if isinstance(c, dict) and len(c) == 1:
-                    out.update({k: (val or {}) for k, val in c.items()})
-                else:
-                    out[c] = {}
+            for i, c in enumerate(v):
+                item = c if isinstance(c, dict) and len(c) == 1 else {c: None} if _hashable(c) else None
+                for k, val in (item or {}).items():
+                    if k in out:
+                        fix = "list each connector once"
+                        raise _Problems([Problem((i,), f"connector {k!r} is listed twice", fix)])
+                    out[k] = val or {}
+                if item is None:
+                    return v  # not a connector name: pydantic reports the type
             return out
         if isinstance(v, dict):
             return {k: ({} if val is None else val) for k, val in v.items()}
@@ -228,13 +250,16 @@ class Bridge(Strict):
     name: Name | None = Field(default=None, description="connector name prefix; default nc<k>")
     uri: BridgeUri = "masterslave"
     duplex: bool = False
-    network_ttl: int = Field(default=1, ge=1, le=32)
+    network_ttl: StrictInt = Field(default=1, ge=1, le=32)
     conduit_subscriptions: bool = True
     decrease_network_consumer_priority: bool = False
     from_members: Literal["all", "first", "others"] = "all"
     target_members: Literal["all", "first"] = "all"
-    reconnect_delay_ms: int | None = Field(
-        default=None, ge=10, description="static/masterslave discovery: max delay between reconnect attempts"
+    reconnect_delay_ms: StrictInt | None = Field(
+        default=None,
+        ge=10,
+        le=MAX_MS,
+        description="static/masterslave discovery: max delay between reconnect attempts",
     )
     durable_topics: bool = Field(
         default=False,
@@ -463,7 +488,16 @@ def _cross_checks(t: Topology) -> Iterator[Problem]:
                     "remove the duplicate, or give one of them a distinct `name`",
                 )
             pairs.setdefault(key, i)
+    folded: dict[str, str] = {}
     for host, member in t.hosts.items():
+        if host.lower() in folded:
+            yield Problem(
+                ("hosts", host),
+                f"{host!r} and {folded[host.lower()]!r} differ only in case; host names are "
+                "case-insensitive, so they name one production host",
+                "keep one entry per host",
+            )
+        folded.setdefault(host.lower(), host)
         if member not in members:
             close = difflib.get_close_matches(member, list(members), n=1)
             yield Problem(

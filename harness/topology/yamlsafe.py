@@ -1,0 +1,79 @@
+"""YAML for user files (topologies, schedules): the safe loader without aliases (a 544-byte
+alias bomb expands to gigabytes), nesting capped, and every failure one line with its line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+MAX_DEPTH = 64
+
+
+class RefusedYaml(yaml.YAMLError):
+    """YAML the harness does not accept: an alias, deep nesting, a value Python cannot hold."""
+
+    def __init__(self, problem: str, mark: Any = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.problem_mark = mark
+
+    def __str__(self) -> str:
+        return self.problem + (f" (line {self.problem_mark.line + 1})" if self.problem_mark else "")
+
+
+class BoundedLoader(yaml.SafeLoader):
+    """yaml.SafeLoader refusing aliases (`*name`, `<<: *name`) and nesting deeper than MAX_DEPTH."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise RefusedYaml(
+                f"YAML aliases (*{event.anchor}) are not accepted; write the value out", event.start_mark
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise RefusedYaml(f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def compose(text: str) -> tuple[yaml.Node | None, Any]:
+    """(node, data) of a single-document YAML text; yaml.YAMLError (see problem()) if refused."""
+    loader = BoundedLoader(text)
+    try:
+        node = loader.get_single_node()
+        try:
+            data = loader.construct_document(node) if node is not None else None
+        except (ValueError, OverflowError) as e:  # 5,000-digit integers, 2024-13-45 dates
+            why = "an integer of more than 4300 digits" if "digits" in str(e) else _first_line(e)
+            raise RefusedYaml(f"a value that cannot be read: {why}") from None
+        return node, data
+    finally:
+        loader.dispose()
+
+
+def safe_load(text: str) -> Any:
+    return compose(text)[1]
+
+
+def problem(e: yaml.YAMLError) -> tuple[str, int | None]:
+    """(one-line message, 1-based line or None) of a YAML error."""
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    if isinstance(e, yaml.reader.ReaderError):
+        char = e.character if isinstance(e.character, int) else 0
+        return f"unacceptable character #x{char:04x} at position {e.position}", None
+    text = getattr(e, "problem", None) or str(e)
+    return _first_line(text), line
+
+
+def _first_line(e: object) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
