@@ -107,7 +107,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _exit_code(verdict: str) -> int:
-    return 1 if verdict == "fail" else 0
+    """0 pass or n/a, 1 fail, 2 unknown (a checker crashed: the run was not judged)."""
+    return {"fail": 1, "unknown": 2}.get(verdict, 0)
 
 
 def _run_scenario(args: argparse.Namespace) -> int:
@@ -264,10 +265,13 @@ def _report(args: argparse.Namespace) -> int:
     from harness.reporting import ReportError, render_report, run_headline
     from harness.verdict import VerdictError, judge
 
-    try:  # re-judged from disk, so the report shows today's checkers' verdict
+    try:  # the evidence first (harness/manifest.py), then re-judged from disk, so the report
+        _check_evidence(Path(args.run_dir))  # shows today's checkers' verdict
         judge(Path(args.run_dir))
     except VerdictError as e:
         raise ReportError(str(e)) from None
+    except Exception as e:  # noqa: BLE001 - a crash on this run's data: one line, exit 2
+        raise ReportError(f"{args.run_dir}: the judge crashed ({_crash(e)})") from None
     html = render_report(Path(args.run_dir))
     if args.json:
         row = run_headline(Path(args.run_dir))
@@ -287,18 +291,46 @@ def _reconcile(args: argparse.Namespace, rest: list[str]) -> int:
             return reconcile_main(rest)
         finally:  # its own parser prints the options; the examples follow
             print(EXAMPLES["reconcile"])
+    from harness import manifest
     from harness.verdict import VerdictError, refuse_unjudgeable
 
     try:
         for d in run_dirs(rest):
             refuse_unjudgeable(d)
-    except VerdictError as e:
-        err.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True, highlight=False)
+            manifest.verify(d, analysis=False)  # the logs it reads are the run's sealed ones
+    except (VerdictError, manifest.EvidenceError) as e:
+        _error(str(e))
         return 2
     code = reconcile_main([*rest, "--quiet"])
     if code != 0:
         return code
+    for d in run_dirs(rest):  # the new analysis/ is what the manifest seals from now on
+        manifest.reseal_analysis(d)
     return _judge_dirs(run_dirs(rest), None, as_json=False)
+
+
+def _error(text: str) -> None:
+    """One line on stderr: `error: ...` (a path with a newline in it stays on the line)."""
+    line = " ".join(str(text).split())
+    err.print(f"[red]error:[/] {escape(line)}", soft_wrap=True, highlight=False)
+
+
+def _crash(e: BaseException) -> str:
+    return " ".join(f"{type(e).__name__}: {e}".split())[:300]
+
+
+def _check_evidence(run_dir: Path) -> None:
+    """The run folder against its manifest (harness/manifest.py): missing, foreign or altered
+    evidence is a VerdictError; a folder from before manifests gets one warning line."""
+    from harness import manifest
+    from harness.verdict import VerdictError
+
+    try:
+        warning = manifest.verify(run_dir)
+    except manifest.EvidenceError as e:
+        raise VerdictError(str(e)) from None
+    if warning:
+        err.print(f"[yellow]warning:[/] {escape(' '.join(warning.split()))}", soft_wrap=True, highlight=False)
 
 
 def _judge(args: argparse.Namespace) -> int:
@@ -307,28 +339,41 @@ def _judge(args: argparse.Namespace) -> int:
 
 
 def _judge_dirs(dirs: list[Path], gates: list[str] | None, as_json: bool, gate: str | None = None) -> int:
-    """Judge reconciled run folders from disk; 0 all pass (or n/a), 1 a fail, 2 not judgeable."""
+    """Judge reconciled run folders from disk, every one of them: 0 all pass (or n/a), 1 a fail,
+    2 a folder that cannot be judged (its evidence missing, foreign or altered, a checker or the
+    report crashed): the worst code of all."""
     from harness.reporting import ReportError, render_report
     from harness.verdict import VerdictError, judge
 
-    code, rows = 0, []
+    code, rows = 0, list[dict[str, Any]]()
     for d in dirs:
         try:
+            _check_evidence(d)
             v = judge(d, gates, gate=gate)
         except VerdictError as e:
-            err.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True, highlight=False)
-            return 2
+            _error(str(e))
+            code = 2
+            rows.append({"run_dir": str(d), "verdict": "error", "error": " ".join(str(e).split())})
+            continue
+        except Exception as e:  # noqa: BLE001 - a crash on this run's data: one line, exit 2
+            _error(f"{d}: the judge crashed ({_crash(e)})")
+            code = 2
+            rows.append({"run_dir": str(d), "verdict": "error", "error": _crash(e)})
+            continue
+        report_error = None
         try:
             render_report(d)
         except (ReportError, OSError) as e:
-            err.print(f"[yellow]report not rendered: {escape(str(e))}[/]")
-        code = max(code, _exit_code(v.verdict))
-        rows.append(
-            {"run_dir": str(v.run_dir), "verdict": v.verdict, "broken": v.broken, "checks": v.table()}
-        )
+            report_error = " ".join(str(e).split())
+            err.print(
+                f"[yellow]report not rendered: {escape(report_error)}[/]", soft_wrap=True, highlight=False
+            )
+        code = max(code, _exit_code(v.verdict), 2 if report_error else 0)
+        row = {"run_dir": str(v.run_dir), "verdict": v.verdict, "broken": v.broken, "checks": v.table()}
+        rows.append({**row, "report_error": report_error} if report_error else row)
         if not as_json:
             colour = {"pass": "green", "fail": "red"}.get(v.verdict, "yellow")
-            err.print(f"[{colour}]{v.verdict.upper()}[/] {v.run_dir}")
+            err.print(f"[{colour}]{v.verdict.upper()}[/] {escape(str(v.run_dir))}")
             if v.verdict != "pass":
                 err.print(escape(v.message()), soft_wrap=True, highlight=False)
     if as_json:

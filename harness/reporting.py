@@ -5,6 +5,7 @@ analysis/messages.parquet, faults.jsonl, agents/*/messages.jsonl and run.json. N
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -17,11 +18,13 @@ import jinja2
 from markupsafe import Markup, escape
 
 from harness.faultlog import read_windows
+from harness.manifest import EvidenceError, check_kind, run_window, ts_ok
 from harness.msglog import iter_records
 
 TEMPLATES = Path(__file__).parent / "templates"
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 MAX_MARKERS = 1500  # per anomaly kind drawn on the timeline
+MAX_BINS = 2000  # rate bins on the timeline (a bin is 1 s, or wider for a longer run)
 ANOMALY_COLOURS = {"lost": "#d62728", "duplicated": "#ff9f1c", "dropped": "#7f7f7f", "missed": "#a50f15"}
 BLAME_COLOURS = {"agent": "#1f77b4", "broker": "#9467bd", "fault": "#8c564b", "unknown": "#bbbbbb"}
 
@@ -54,17 +57,26 @@ def load_run(run_dir: Path) -> RunData:
     run_dir = Path(run_dir).resolve()
     if not run_dir.is_dir():
         raise ReportError(f"{run_dir}: no such run folder")
+    try:  # regular files only: a FIFO in a log's place would block the report
+        for rel in ("analysis/summary.json", "run.json", "faults.jsonl"):
+            check_kind(run_dir / rel)
+        logs = sorted((run_dir / "agents").glob("*/messages.jsonl"))
+        for log in logs:
+            check_kind(log, "a message log")
+    except EvidenceError as e:
+        raise ReportError(str(e)) from None
     summary = _read_json(run_dir / "analysis" / "summary.json")
     run = _read_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
+    # Only times inside the run's window are drawn (a ts in milliseconds, NaN or inf is a
+    # malformed record, counted by the verdict's `evidence` check, not a chart gigabytes wide).
+    window = run_window(run)
     windows = [
         {"fault_id": w.fault_id, "fault": w.fault, "target": w.target, "start": w.start, "params": w.params}
-        | ({} if w.end is None else {"end": w.end})
+        | ({"end": w.end} if ts_ok(w.end, window) else {})
         for w in read_windows(run_dir / "faults.jsonl").windows
+        if ts_ok(w.start, window)
     ]
-    agents = {
-        log.parent.name: list(iter_records(log))
-        for log in sorted((run_dir / "agents").glob("*/messages.jsonl"))
-    }
+    agents = {log.parent.name: [r for r in iter_records(log) if ts_ok(r.get("ts"), window)] for log in logs}
     messages: list[dict[str, Any]] = []
     parquet = run_dir / "analysis" / "messages.parquet"
     if parquet.exists():
@@ -114,17 +126,18 @@ def timeline_svg(d: RunData, width: int = 960) -> Markup:
 
     names = sorted(d.agents)
     colour = {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(names)}
-    # Rates per whole second.
-    n_bins = int(span) + 1
-    series: dict[tuple[str, str], list[int]] = {}
+    # Rates per second, in bins of a whole second (wider when the run is longer than MAX_BINS s).
+    bin_s = max(1.0, math.ceil(span / MAX_BINS))
+    n_bins = int(span / bin_s) + 1
+    series: dict[tuple[str, str], list[float]] = {}
     for a, rs in d.agents.items():
         for ev in ("sent", "received"):
-            bins = [0] * n_bins
+            counts = [0] * n_bins
             for r in rs:
                 if r.get("event") == ev and isinstance(r.get("ts"), (int, float)):
-                    bins[min(int(float(r["ts"]) - t0), n_bins - 1)] += 1
-            if any(bins):
-                series[(a, ev)] = bins
+                    counts[min(max(int((float(r["ts"]) - t0) / bin_s), 0), n_bins - 1)] += 1
+            if any(counts):
+                series[(a, ev)] = [n / bin_s for n in counts]
     peak = max((max(b) for b in series.values()), default=1) or 1
     rate_top, rate_h = 30, 180
     lanes_top = rate_top + rate_h + 40
@@ -132,6 +145,11 @@ def timeline_svg(d: RunData, width: int = 960) -> Markup:
     lanes = [
         (a, r) for a in names for r in sorted({str(x.get("role")) for x in d.agents[a] if x.get("role")})
     ]
+    conn_events: dict[tuple[str, str], list[dict[str, Any]]] = {}  # one pass: a scan per lane was quadratic
+    for a in names:
+        for r in d.agents[a]:
+            if r.get("event") in ("connected", "disconnected") and r.get("role"):
+                conn_events.setdefault((a, str(r.get("role"))), []).append(r)
     height = lanes_top + lane_h * len(lanes) + 50
     out: list[str] = [
         f'<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -166,11 +184,13 @@ def timeline_svg(d: RunData, width: int = 960) -> Markup:
     base = rate_top + rate_h
     out.append(f'<line x1="{left}" y1="{base}" x2="{width - right}" y2="{base}" stroke="#333"/>')
     out.append(f'<line x1="{left}" y1="{rate_top}" x2="{left}" y2="{base}" stroke="#333"/>')
-    out.append(f'<text x="{left - 6}" y="{rate_top + 8}" font-size="10" text-anchor="end">{peak}/s</text>')
+    out.append(f'<text x="{left - 6}" y="{rate_top + 8}" font-size="10" text-anchor="end">{peak:g}/s</text>')
     out.append(f'<text x="{left - 6}" y="{base}" font-size="10" text-anchor="end">0</text>')
     legend_x = left + 8
     for (a, ev), bins in series.items():
-        pts = " ".join(f"{_f(x(t0 + i + 0.5))},{_f(base - v / peak * rate_h)}" for i, v in enumerate(bins))
+        pts = " ".join(
+            f"{_f(x(t0 + (i + 0.5) * bin_s))},{_f(base - v / peak * rate_h)}" for i, v in enumerate(bins)
+        )
         dash = "" if ev == "sent" else ' stroke-dasharray="5,3"'
         out.append(
             f'<polyline class="rate" points="{pts}" fill="none" stroke="{colour[a]}" '
@@ -223,11 +243,7 @@ def timeline_svg(d: RunData, width: int = 960) -> Markup:
             f"<title>{escape(a)}:{escape(role)}</title>{escape(label)}</text>"
         )
         cur: tuple[float, str] | None = None
-        evs = [
-            r
-            for r in d.agents[a]
-            if r.get("role") == role and r.get("event") in ("connected", "disconnected")
-        ]
+        evs = conn_events.get((a, role), [])
         for r in evs + [{"event": "end", "ts": t1}]:
             if cur is not None:
                 s, b = cur
@@ -442,7 +458,39 @@ def blame_rows(run_dir: Path) -> dict[str, dict[str, Any]]:
 def render_report(run_dir: Path) -> Path:
     """Write RUN_DIR/report.html and RUN_DIR/summary.md; return the html path. The verdict and the
     promise table are harness.verdict's, as summary.json holds them (never decided here)."""
-    d = load_run(run_dir)
+    out = Path(run_dir).resolve() / "report.html"
+    md = out.with_name("summary.md")
+    try:
+        html, text = _render(load_run(run_dir))
+    except ReportError:
+        _drop_stale(out, md)
+        raise
+    except Exception as e:  # noqa: BLE001 - a crash on this run's data: one line, no stale report
+        _drop_stale(out, md)
+        what = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        raise ReportError(f"{out.parent}: the report could not be rendered ({what})") from None
+    try:  # each file whole or not at all: a temporary name in the same folder, then replaced
+        for path, content in ((out, html), (md, text)):
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            try:
+                tmp.write_text(content, encoding="utf-8")
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
+    except OSError as e:
+        _drop_stale(out, md)
+        raise ReportError(f"{out.parent}: cannot write the report: {e.strerror or e}") from None
+    return out
+
+
+def _drop_stale(*paths: Path) -> None:
+    """A report that could not be rendered leaves no older report claiming another verdict."""
+    for p in paths:
+        with contextlib.suppress(OSError):
+            p.unlink(missing_ok=True)
+
+
+def _render(d: RunData) -> tuple[str, str]:
     s = d.summary
     checks = sorted(s.get("checks") or [], key=lambda c: (c.get("status") != "fail", not c.get("gated")))
     ctx = {
@@ -463,16 +511,14 @@ def render_report(run_dir: Path) -> Path:
         "blame_colours": BLAME_COLOURS,
     }
     env = _env()
-    html = env.get_template("report.html.j2").render(**ctx)
-    out = d.run_dir / "report.html"
-    out.write_text(html, encoding="utf-8")
-    (d.run_dir / "summary.md").write_text(
-        env.get_template("report_summary.md.j2").render(**ctx), encoding="utf-8"
+    return env.get_template("report.html.j2").render(**ctx), env.get_template("report_summary.md.j2").render(
+        **ctx
     )
-    return out
 
 
-def render_index(entries: list[dict[str, Any]], out: Path, title: str) -> Path:
+def render_index(
+    entries: list[dict[str, Any]], out: Path, title: str, matrix: dict[str, Any] | None = None
+) -> Path:
     """An index page linking every run's report; entries carry name, run_dir and headline fields."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.verdict import blame as blaming
+from harness.verdict import evidence
 from harness.verdict.checks import PROMISES, Check
 from harness.verdict.view import RunView, VerdictError
 
@@ -24,17 +25,22 @@ from harness.verdict.view import RunView, VerdictError
 REPORTED_ONLY = ("consumer_confirmed", "broker_consumers")
 #: what a scenario gates unless it says otherwise: every other promise
 DEFAULT_GATES: tuple[str, ...] = tuple(p for p in PROMISES if p not in REPORTED_ONLY)
-#: gated whatever a scenario says: a run that proves nothing is never a pass
-ALWAYS_GATED = ("non_vacuous",)
+#: gated whatever a scenario says: a run that proves nothing, or is judged on evidence that is not
+#: its own, is never a pass
+ALWAYS_GATED = ("non_vacuous", evidence.PROMISE)
+#: every check the judge runs: the promises, then the evidence check (harness/verdict/evidence.py)
+CHECKERS: dict[str, Any] = {**{p.name: p.check for p in PROMISES.values()}, evidence.PROMISE: evidence.check}
 #: gate policies: `all` counts every anomaly; `agent` only those blamed on the agent
 GATE_POLICIES = ("all", "agent")
 #: findings about the brokers: warnings, not gated, under `--gate agent`
-BROKER_PROMISES = ("broker_consumers", "bridge_health")
+BROKER_PROMISES = ("broker_consumers", "bridge_health", "paths")
 
 
 @dataclass
 class Verdict:
-    verdict: str  # pass | fail | n/a (the agent refused what the run needs, e.g. ssl:// URLs)
+    #: pass | fail | n/a (the agent refused what the run needs, e.g. ssl:// URLs) | unknown (a
+    #: checker crashed on this run's data: exit 2, never a pass nor a fail)
+    verdict: str
     checks: list[Check]
     gates: list[str]
     run_dir: Path
@@ -47,7 +53,7 @@ class Verdict:
 
     @property
     def ok(self) -> bool:
-        return self.verdict != "fail"
+        return self.verdict in ("pass", "n/a")
 
     def check(self, promise: str) -> Check:
         return next(c for c in self.checks if c.promise == promise)
@@ -62,6 +68,8 @@ class Verdict:
         if self.note:
             lines.append(f"  note: {self.note}")
         for c in self.checks:
+            if c.status == "unknown":
+                lines.append(f"  UNKNOWN {c.promise}: {c.detail}")
             if c.status != "fail":
                 continue
             tag = "BROKEN" if c.promise in self.broken else "reported (not gated)"
@@ -115,10 +123,35 @@ def _refused_scheme(v: RunView) -> str:
 
 def _agent_output(v: RunView, agent: str) -> str:
     path = v.run_dir / "agents" / agent / "agent.out"
+    if not path.is_file():  # a FIFO would block
+        return ""
     try:
         return path.read_text(encoding="utf-8", errors="replace")[-4000:]
     except OSError:
         return ""
+
+
+def _run_checker(name: str, checker: Any, v: RunView) -> Check:
+    """A checker that raises on this run's data gives `unknown` (never a pass, never a fail)."""
+    try:
+        return checker(v)
+    except Exception as e:  # noqa: BLE001 - any crash is the same verdict: unknown
+        what = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        return Check(name, "unknown", detail=f"the checker crashed on this run's data ({what})")
+
+
+def _require_evidence(v: RunView) -> None:
+    """What a harness run always leaves: run.json, and faults.jsonl when its schedule had steps."""
+    if not v.has_run_record:
+        raise VerdictError(
+            f"{v.run_dir}: no run.json (the run's record: scenario, agents, observations): cannot judge"
+        )
+    steps = (v.run.get("schedule") or {}).get("steps")
+    if isinstance(steps, list) and steps and not v.has_fault_log and not v.observations.get("nemesis_errors"):
+        raise VerdictError(
+            f"{v.run_dir}: no faults.jsonl although run.json's schedule has {len(steps)} fault step(s): "
+            "cannot judge (missing evidence)"
+        )
 
 
 def _nothing_to_judge(run_dir: Path) -> str:
@@ -155,6 +188,7 @@ def judge(
         raise VerdictError(
             f"{v.run_dir}: no analysis/summary.json (reconcile it first: bfh reconcile RUN_DIR)"
         )
+    _require_evidence(v)
     refused = _refused_scheme(v)
     if not refused and not v.records and not v.observations.get("agent_exit"):
         # a harness run whose agents logged nothing is judged (and fails); a bare folder is an error
@@ -162,13 +196,16 @@ def judge(
     if gates is None:
         gates = v.scenario.get("gates") or DEFAULT_GATES
     gates = [*gates, *(g for g in ALWAYS_GATED if g not in gates)]
-    unknown = sorted(set(gates) - set(PROMISES))
+    if any(not isinstance(g, str) for g in gates):
+        raise VerdictError(f"{v.run_dir / 'run.json'}: scenario gates must be promise names")
+    unknown = sorted(set(gates) - set(CHECKERS))
     if unknown:
-        raise VerdictError(f"unknown promise(s) {unknown}; known: {', '.join(PROMISES)}")
-    checks = [p.check(v) for p in PROMISES.values()]
-    blamed = blaming.assign(v)
-    if blamed:
-        blaming.write(v, blamed)
+        raise VerdictError(f"unknown promise(s) {unknown}; known: {', '.join(CHECKERS)}")
+    checks = [_run_checker(name, checker, v) for name, checker in CHECKERS.items()]
+    try:
+        blamed = blaming.assign(v)
+    except Exception as e:  # noqa: BLE001 - e.g. a messages.parquet pyarrow cannot read
+        raise VerdictError(f"{v.run_dir}: blame failed ({type(e).__name__}: {e})".splitlines()[0]) from None
     warnings: list[str] = []
     if gate == "agent":
         checks = [_agent_only(c, blamed) if c.promise == "at_least_once" else c for c in checks]
@@ -178,7 +215,8 @@ def judge(
         checks = [Check(c.promise, "n/a", detail="not applicable: " + refused) for c in checks]
     broken = [c.promise for c in checks if c.status == "fail" and c.promise in gates]
     reported = [c.promise for c in checks if c.status == "fail" and c.promise not in gates]
-    verdict = "n/a" if refused else ("fail" if broken else "pass")
+    crashed = [c.promise for c in checks if c.status == "unknown" and c.promise in gates]
+    verdict = "n/a" if refused else ("fail" if broken else ("unknown" if crashed else "pass"))
     reported = [p for p in reported if p not in warnings]
     out = Verdict(
         verdict,
@@ -192,7 +230,16 @@ def judge(
         warnings,
         blaming.counts(blamed),
     )
-    _write(v, out)
+    try:  # written only now that every check is done: blame.parquet, then summary.json
+        if blamed:
+            blaming.write(v, blamed)
+        _write(v, out)
+    except OSError as e:
+        raise VerdictError(f"{v.run_dir}: cannot write the verdict: {e.strerror or e}") from None
+    except Exception as e:  # noqa: BLE001 - pyarrow refusing a value: nothing half-written
+        raise VerdictError(
+            f"{v.run_dir}: cannot write the verdict ({type(e).__name__}: {e})".splitlines()[0]
+        ) from None
     return out
 
 
@@ -229,8 +276,11 @@ def _write(v: RunView, verdict: Verdict) -> None:
         summary["note"] = verdict.note
     path = v.run_dir / "analysis" / "summary.json"
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
     v.summary.clear()
     v.summary.update(summary)
 

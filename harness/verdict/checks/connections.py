@@ -3,6 +3,7 @@ independent failover, backoff."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -162,19 +163,34 @@ def connect_timeout(v: RunView) -> Check:
     return verdict_of("connect_timeout", bad, "connection attempts not bounded by a connect timeout")
 
 
-def _back(recs: list[dict[str, Any]], role: str, since: float, until: float) -> bool:
-    """A role is back once it connects again; a subscription once it is subscribed again, or
-    reconnected and receiving (a transport that restores its consumers itself logs no `subscribed`)."""
-    topic = role.removeprefix("subscriber:") if role.startswith("subscriber:") else None
-    inside = [r for r in recs if since < r["ts"] <= until]
-    if any(r.get("event") == "subscribed" and topic is not None and r.get("topic") == topic for r in inside):
-        return True
-    resumed = [r["ts"] for r in inside if r.get("event") == "connected" and str(r.get("role")) == role]
-    if not resumed or topic is None:
-        return bool(resumed)
-    return any(
-        r.get("event") == "received" and r.get("subscription") == topic and r["ts"] > resumed[0] for r in recs
-    )
+class _Returns:
+    """Who came back in (since, until] of one agent's log, read once per fault window (a scan per
+    lost role was quadratic in the roles, issue 34). A role is back once it connects again; a
+    subscription once it is subscribed again, or reconnected and receiving (a transport that
+    restores its consumers itself logs no `subscribed`)."""
+
+    def __init__(
+        self, recs: list[dict[str, Any]], last_received: dict[Any, float], since: float, until: float
+    ):
+        lo = bisect.bisect_right(recs, since, key=lambda r: r["ts"])
+        hi = bisect.bisect_right(recs, until, key=lambda r: r["ts"])
+        self.subscribed: set[Any] = set()
+        self.resumed: dict[str, float] = {}
+        for r in recs[lo:hi]:
+            if r.get("event") == "subscribed":
+                self.subscribed.add(r.get("topic"))
+            elif r.get("event") == "connected":
+                self.resumed.setdefault(str(r.get("role")), r["ts"])
+        self.last_received = last_received
+
+    def back(self, role: str) -> bool:
+        topic = role.removeprefix("subscriber:") if role.startswith("subscriber:") else None
+        if topic is not None and topic in self.subscribed:
+            return True
+        resumed = self.resumed.get(role)
+        if resumed is None or topic is None:
+            return resumed is not None
+        return self.last_received.get(topic, float("-inf")) > resumed
 
 
 def recovery(v: RunView) -> Check:
@@ -189,6 +205,13 @@ def recovery(v: RunView) -> Check:
     stopped = v.observations.get("agents_stopped_ts") or {}
     for agent, recs in v.records.items():
         end_of_run = float(stopped.get(agent) or max((r["ts"] for r in recs), default=0.0))
+        last_received: dict[Any, float] = {}
+        last_publish = float("-inf")
+        for r in recs:
+            if r.get("event") == "received":
+                last_received[r.get("subscription")] = r["ts"]
+            elif r.get("event") in ("send_attempt", "dropped"):
+                last_publish = r["ts"]
         for w in v.faults:
             if w.end is None or w.end + limit > end_of_run:
                 continue
@@ -201,13 +224,13 @@ def recovery(v: RunView) -> Check:
                     ("connect_failed", "publications_complete", "shutdown")
                 )
             }
-            for role in lost:
-                if role == "publisher" and not any(
-                    r.get("event") in ("send_attempt", "dropped") and r["ts"] > w.end for r in recs
-                ):
+            if not lost:
+                continue
+            returns = _Returns(recs, last_received, w.start, w.end + limit)
+            for role in sorted(lost):
+                if role == "publisher" and not last_publish > w.end:
                     continue
-                back = _back(recs, role, w.start, w.end + limit)
-                if not back:
+                if not returns.back(role):
                     bad.append(
                         {
                             "ts": rounded(w.end),
@@ -226,12 +249,14 @@ def subscription_confirmed(v: RunView) -> Check:
     bad, judged = [], False
     for recs in v.records.values():
         conns = connections(recs)
+        by_role: dict[str, list[tuple[str, str | None, float, float]]] = {}
+        for c in conns:  # grouped once: a scan per `subscribed` was quadratic (issue 34)
+            by_role.setdefault(c[0], []).append(c)
         for r in recs:
             if r.get("event") != "subscribed":
                 continue
             judged = True
-            role = f"subscriber:{r.get('topic')}"
-            own = [c for c in conns if c[0] == role] or conns
+            own = by_role.get(f"subscriber:{r.get('topic')}") or conns
             if not any(c[1] == r.get("broker") and c[2] <= r["ts"] <= c[3] for c in own):
                 bad.append(
                     evidence(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from harness.verdict.checks.base import EXAMPLES, Check, bound, not_applicable, verdict_of
 from harness.verdict.view import RunView
@@ -53,12 +54,23 @@ def clean_exit(v: RunView) -> Check:
 
 def faults_applied(v: RunView) -> Check:
     """The harness's own promise: every fault step took effect as the scenario meant."""
-    bad = [{"what": f"fault step failed: {e}"} for e in v.observations.get("nemesis_errors") or []]
+    bad: list[dict[str, Any]] = [
+        {"what": f"fault step failed: {e}"} for e in v.observations.get("nemesis_errors") or []
+    ]
     want = v.params.get("expect_takeovers")
     if want:
         got = {w.params.get("new_master") for w in v.faults if w.params.get("new_master")}
         if len(got) < int(want):
             bad.append({"what": f"{len(got)} distinct brokers took over, the scenario needs {want}"})
+    for w in v.faults:  # a fault the harness never healed (or whose end was lost): not what ran
+        if w.end is None:
+            bad.append(
+                {
+                    "ts": w.start,
+                    "fault": w.fault_id,
+                    "what": f"{w.fault_id} started and never ended (no fault_end)",
+                }
+            )
     want_cuts = v.params.get("expect_cuts")
     if want_cuts:
         cuts = sum(1 for w in v.faults if w.fault == "sever")
@@ -71,6 +83,8 @@ def no_secret_leak(v: RunView) -> Check:
     """No password of an agent.conf appears in a log, report, run.json or analysis output."""
     secrets: set[str] = set()
     for conf in v.run_dir.glob("agents/*/agent.conf"):
+        if not conf.is_file():  # a FIFO would block
+            continue
         for line in conf.read_text(errors="replace").splitlines():
             key, _, value = line.partition("=")
             if key.strip() == "mb.password" and value.strip():

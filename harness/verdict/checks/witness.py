@@ -29,39 +29,39 @@ class Life:
 def sub_ids(v: RunView, agent: str, topic: str) -> set[str] | None:
     """The client ids of an agent's subscription (docs/agent-semantics.md:
     `<prefix>-<run>-<agent>-s<index>`); None (match on the destination alone) when unknown."""
-    wl = (v.agents.get(agent) or {}).get("workload") or {}
-    subs = [s.get("topic") for s in wl.get("subscriptions") or [] if isinstance(s, dict)]
-    if topic not in subs:
+    index = v.subscription_index.get(agent, {}).get(topic)
+    if index is None:
         return None
     prefix = str((v.agents.get(agent) or {}).get("conf", {}).get("mb.client.id.prefix", "bfh"))
-    raw = "-".join(p for p in (prefix, str(v.run.get("run", "")), agent, f"s{subs.index(topic)}") if p)
+    raw = "-".join(p for p in (prefix, str(v.run.get("run", "")), agent, f"s{index}") if p)
     cid = re.sub(r"[^A-Za-z0-9_-]", "_", raw)
-    seen = {r.get("client_id") for r in v.broker_events if r.get("event") == "consumer_added"}
-    return {cid} if cid in seen else None
+    return {cid} if cid in v.consumer_client_ids else None
+
+
+def _lets_go(x: dict[str, Any]) -> bool:
+    """A record that ends its role's granted subscription: a new connection or a real disconnect."""
+    return x.get("event") == "connected" or (
+        x.get("event") == "disconnected" and not str(x.get("reason", "")).startswith("connect_failed")
+    )
 
 
 def lives(v: RunView) -> list[Life]:
+    """Every `subscribed` until its role's next connect or disconnect: one backward pass per agent
+    (linear in the log; scanning forward from each `subscribed` was quadratic, issue 34)."""
     out = []
     for agent, recs in v.records.items():
+        ends: list[float] = [float("inf")] * len(recs)
+        next_end: dict[Any, float] = {}
+        for i in range(len(recs) - 1, -1, -1):
+            x = recs[i]
+            if x.get("event") == "subscribed":
+                ends[i] = next_end.get(f"subscriber:{x.get('topic')}", float("inf"))
+            if "role" in x and _lets_go(x):
+                next_end[x.get("role")] = x["ts"]
         for i, r in enumerate(recs):
             if r.get("event") != "subscribed":
                 continue
-            role = f"subscriber:{r.get('topic')}"
-            end = next(
-                (
-                    x["ts"]
-                    for x in recs[i + 1 :]
-                    if x.get("role") == role
-                    and (
-                        x.get("event") == "connected"
-                        or (
-                            x.get("event") == "disconnected"
-                            and not str(x.get("reason", "")).startswith("connect_failed")
-                        )
-                    )
-                ),
-                float("inf"),
-            )
+            end = ends[i]
             out.append(
                 Life(
                     agent,
