@@ -27,7 +27,9 @@ EXAMPLES = {
     "  bfh run network --topology network-of-pairs --json\n"
     "  bfh run --topology pair --schedule reports/schedules/SCHEDULE.json   # replay",
     "validate": "examples:\n  bfh validate pair\n"
-    "  bfh validate my-topology.yaml --scenarios masterslave,network\n"
+    "  bfh validate examples/ops/hub-spoke.yaml --budget 10m --junitxml validate.xml\n"
+    "  bfh validate my-topology.yaml --faults kill,pause --groups hub\n"
+    "  bfh validate my-topology.yaml --scenarios masterslave,network   # catalog entries instead\n"
     "  bfh validate network-of-pairs --json > results.json; echo $?   # 0 pass, 1 fail, 2 could not run",
     "up": "examples:\n  bfh up pair\n  bfh up network-of-pairs --json",
     "down": "examples:\n  bfh down",
@@ -157,15 +159,75 @@ def _run_scenario(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from harness.catalog import default_scenarios, validate
     from harness.topology import load_topology
 
     topology = load_topology(args.topology)
     _config_warnings(topology)
-    names = [n.strip() for n in args.scenarios.split(",") if n.strip()] if args.scenarios else None
+    if args.scenarios:  # the catalog's entries, as before the coverage matrix
+        return _validate_scenarios(args, topology)
+    from harness.coverage import parse_budget, plan_rows, validate_topology
+
+    plan_rows(topology, _names(args.faults), _names(args.groups))  # bad names: exit 2 before anything
+    budget = parse_budget(args.budget)
+    _path_warnings(topology)
+    out = validate_topology(
+        topology,
+        faults=_names(args.faults),
+        groups=_names(args.groups),
+        budget_s=budget,
+        parallel=args.parallel,
+        seed=args.seed,
+        agent_cmd=args.agent_cmd,
+        reports=Path(args.reports),
+        backend=args.backend,
+        gate=args.gate,
+        junitxml=Path(args.junitxml) if args.junitxml else None,
+    )
+    if args.json:
+        print(json.dumps({**out.matrix, "index": str(out.index)}, indent=2, default=str))
+    else:
+        _print_matrix(out.matrix)
+        err.print(f"index: {out.index}\njson: {out.json}" + (f"\njunit: {out.junit}" if out.junit else ""))
+    return out.exit_code
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [n.strip() for n in text.split(",") if n.strip()] if text else None
+
+
+def _print_matrix(m: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    t = Table(
+        title=f"bfh validate {m['topology']}: {m['verdict'].upper()} ({m['runs']} runs, {m['cells']} cells)"
+    )
+    t.add_column("fault", no_wrap=True)
+    cols = [p for p in m["paths"] if p["must"] != "none"]
+    for p in cols:
+        must = "" if p["must"] == "deliver" else f"\n({p['must']})"
+        t.add_column(p["path"].replace(" → ", "→") + must, overflow="fold")
+    t.add_column("promises", overflow="fold")
+    for r in m["rows"]:
+        cells = [r["cells"][p["key"]] for p in cols] + [r["cells"]["promises"]]
+        colour = {True: "green", False: "red"}
+        t.add_row(r["key"], *(f"[{colour.get(c['ok'], 'dim')}]{escape(c['text'])}[/]" for c in cells))
+    width = max(len(r["key"]) for r in m["rows"]) + 14 * (len(cols) + 1) + 4
+    Console(width=max(width, Console().width), emoji=False).print(t)  # a cell per path: wide
+    for r in m["rows"]:
+        for reason in r["reasons"]:
+            err.print(f"[red]{escape(r['key'])}:[/] {escape(str(reason))}", soft_wrap=True, emoji=False)
+    if m["untested_cells"]:
+        err.print(
+            f"[yellow]not tested ({len(m['untested_cells'])} cells):[/] " + ", ".join(m["untested_cells"])
+        )
+
+
+def _validate_scenarios(args: argparse.Namespace, topology: Any) -> int:
+    from harness.catalog import validate
+
     v = validate(
         topology,
-        names or default_scenarios(topology),
+        _names(args.scenarios) or [],
         seed=args.seed,
         agent_cmd=args.agent_cmd,
         reports=Path(args.reports),
@@ -412,8 +474,21 @@ def _topology(args: argparse.Namespace) -> int:
 
         check_rendered(topo)  # what a run renders, parsed: validate fails when a run would
         _config_warnings(topo)
+        _path_warnings(topo)
         err.print(f"[green]ok[/] {args.file}: {len(topo.groups)} group(s), {len(topo.bridges)} bridge(s)")
     return 0
+
+
+def _path_warnings(topology: Any) -> None:
+    """The delivery paths ActiveMQ cannot route as the topology requires (predicted, no broker)."""
+    from harness.topology.paths import path_warnings, predict
+
+    preds = predict(topology)
+    for w in path_warnings(preds):
+        err.print(f"[yellow]warning: {escape(w)}[/]", soft_wrap=True, highlight=False)
+    need = [p for p in preds if p.must == "deliver"]
+    routed = sum(p.routable for p in need)
+    err.print(f"paths: {routed} of {len(need)} that must deliver are routable (predicted)", highlight=False)
 
 
 def _config_warnings(topology: Any) -> None:
@@ -469,7 +544,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = add("validate", "bring a topology up and run failover scenarios against it; exit 0/1/2")
     v.add_argument("topology", help="topology file or built-in name")
-    v.add_argument("--scenarios", default=None, help="comma-separated catalog names (default: by topology)")
+    v.add_argument(
+        "--scenarios",
+        default=None,
+        help="comma-separated catalog names instead of the coverage matrix (default: every fault row)",
+    )
+    v.add_argument(
+        "--faults",
+        default=None,
+        help="comma-separated fault rows only (baseline, kill, stop, pause, ...; docs/coverage.md)",
+    )
+    v.add_argument("--groups", default=None, help="comma-separated groups: only their rows and bridges")
+    v.add_argument("--budget", default=None, help="stop starting runs at this wall time (600, 90s, 10m, 1h)")
+    v.add_argument("--parallel", type=_positive(int), default=None, help="runs at once (default: by size)")
+    v.add_argument("--junitxml", default=None, help="write one JUnit test case per matrix cell here")
     v.add_argument("--backend", default="local", choices=["local", "docker"])
     v.add_argument("--agent-cmd", default=None, help="agent command template with {config} {workload} {log}")
     v.add_argument("--seed", type=int, default=1)
@@ -565,6 +653,7 @@ def main(argv: list[str] | None = None) -> int:
     from harness.agents import AgentError
     from harness.backends import BackendError
     from harness.catalog import CatalogError, one_line
+    from harness.coverage import CoverageError
     from harness.reporting import ReportError
     from harness.runner import RunError
     from harness.schedule import ScheduleError
@@ -601,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd in handlers:
             return handlers[args.cmd](args)
         return _topology(args)
-    except (CatalogError, ReportError, UpError) as e:
+    except (CatalogError, CoverageError, ReportError, UpError) as e:
         err.print(f"[red]error:[/] {escape(one_line(e))}", soft_wrap=True, highlight=False)
         return 2
     except (TopologyError, ScheduleError, BackendError, RunError, AgentError) as e:

@@ -100,6 +100,12 @@ class Faults:
         """Resolve a target name to proxied links."""
         if target == "bridges":
             return [lk for lk in self.plan.links if lk.kind == "bridge"]
+        if target.startswith("bridge:"):  # bridge:SRC->DST, the links of one group's bridge to another
+            src, _, dst = target.removeprefix("bridge:").partition("->")
+            found = self.plan.bridge_links(src, dst)
+            if not found:
+                raise ValueError(f"no bridge from group {src!r} to group {dst!r} in target {target!r}")
+            return found
         if target in self.plan.brokers:
             return self.plan.links_of(target)
         groups = {g.name for g in self.plan.topology.groups}

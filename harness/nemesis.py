@@ -38,6 +38,8 @@ class Nemesis:
     def resolve(self, target: str) -> list[str]:
         backend, plan = self.faults.backend, self.faults.plan
         role, _, group = target.partition(":")
+        if role == "bridge":  # bridge:SRC->DST names links, resolved by the faults
+            return [target]
         if group:
             members = [b.name for b in plan.members(group)]
             if not members:

@@ -349,7 +349,7 @@ def make_plan(topology: Topology, run_dir: str | Path, port_pool: Iterator[int] 
                 index=i,
                 ports=ports,
                 base_dir=run_dir / "brokers" / name,
-                store_dir=run_dir / "brokers" / f"{g.name}-store" / "kahadb",
+                store_dir=run_dir / "brokers" / f"{g.name if g.store == 'shared' else name}-store" / "kahadb",
                 witness_port=next(pool) if n_witness else None,
             )
 

@@ -92,6 +92,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "broker findings are listed as warnings); saved in run.json",
     )
     g.addoption(
+        "--bfh-topology",
+        dest="bfh_topology",
+        default=None,
+        help="validate this topology (file or built-in name): one test per fault row of its coverage "
+        "matrix, traffic on every delivery path (bfh validate's rows)",
+    )
+    g.addoption(
+        "--bfh-faults",
+        dest="bfh_faults",
+        default=None,
+        help="with --bfh-topology: comma-separated fault rows only (baseline, kill, pause, ...)",
+    )
+    g.addoption(
         "--bfh-agent-protocol",
         "--agent-protocol",
         dest="bfh_agent_protocol",
@@ -129,7 +142,12 @@ def _default_workers(config: pytest.Config) -> None:
         return
     paths = [str(a).split("::")[0].rstrip("/") for a in config.args]
     scenario_run = any(p == "scenarios" or p.endswith("/scenarios") or "scenarios/" in p for p in paths)
-    if not (scenario_run or config.getoption("bfh_agent_cmd") or config.getoption("bfh_catalog")):
+    asked = (
+        config.getoption("bfh_agent_cmd")
+        or config.getoption("bfh_catalog")
+        or config.getoption("bfh_topology")
+    )
+    if not (scenario_run or asked):
         return
     n = int(os.environ.get("BFH_WORKERS", "3"))
     if n > 0:
@@ -149,9 +167,30 @@ def pytest_configure(config: pytest.Config) -> None:
     unknown = [n for n in _wanted(config) if n not in catalog.SCENARIOS]
     if unknown:
         raise pytest.UsageError(f"--bfh-scenarios: unknown {unknown}; known: {', '.join(catalog.SCENARIOS)}")
+    if config.getoption("bfh_topology"):
+        _check_topology(config)
+        # only the matrix: the catalog comes too when asked for by name
+        if str(CATALOG_DIR / "test_topology.py") not in config.args:
+            config.args.append(str(CATALOG_DIR / "test_topology.py"))
+        if not (_wanted(config) or config.getoption("bfh_catalog")):
+            return
     adds = config.getoption("bfh_agent_cmd") or _wanted(config) or config.getoption("bfh_catalog")
-    if adds and str(CATALOG_DIR) not in config.args:
-        config.args.append(str(CATALOG_DIR))
+    if adds and str(CATALOG_DIR / "test_catalog.py") not in config.args:
+        config.args.append(str(CATALOG_DIR / "test_catalog.py"))
+
+
+def _check_topology(config: pytest.Config) -> None:
+    """A bad --bfh-topology or --bfh-faults is a usage error before anything starts."""
+    from harness.coverage import CoverageError, plan_rows
+    from harness.topology import TopologyError, load_topology
+
+    faults = config.getoption("bfh_faults")
+    try:
+        plan_rows(
+            load_topology(config.getoption("bfh_topology")), faults.split(",") if faults else None, None
+        )
+    except (TopologyError, CoverageError) as e:
+        raise pytest.UsageError(f"--bfh-topology: {' '.join(str(e).split())}") from None
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -528,6 +528,6 @@ def render_index(
         report = run_dir / "report.html"
         rel = os.path.relpath(report, out.parent) if report.exists() else None
         rows.append({**e, "href": rel})
-    html = _env().get_template("report_index.html.j2").render(title=title, rows=rows, fmt=_fmt)
+    html = _env().get_template("report_index.html.j2").render(title=title, rows=rows, fmt=_fmt, matrix=matrix)
     out.write_text(html, encoding="utf-8")
     return out

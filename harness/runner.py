@@ -15,6 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from harness import manifest
 from harness.agents import AgentError, AgentProcess, AgentSpec, launch_agent
 from harness.env import REPORTS, Environment, new_run_dir
 from harness.nemesis import Nemesis
@@ -295,26 +296,38 @@ def execute(
     phase.mark("teardown")
     result.wall_s = time.monotonic() - t_start
     if reconcile:
-        from harness.verdict import judge
-        from spark_analysis.reconcile import reconcile as run_reconcile
-
-        t0 = time.monotonic()
         warming.join(timeout=300)
-        run_reconcile([run_dir], policy=policy)
-        result.reconcile_s = time.monotonic() - t0
-        phase.mark("reconcile")
-        result.verdict = judge(run_dir)
+        (result.verdict,) = finish([run_dir], policy=policy, phases=phase)
+        result.reconcile_s = result.phases_s.get("reconcile", 0.0)
         result.summary = result.verdict_summary()
-        phase.mark("judge")
-        from harness.reporting import ReportError, render_report
-
-        try:  # every reconciled run gets RUN_DIR/report.html and summary.md
-            render_report(run_dir)
-        except (ReportError, OSError) as e:
-            console.log(f"[yellow]report not rendered: {e}[/]")
-        phase.mark("report")
     env.record(phases_s=result.phases_s)  # the file outlives the environment
+    manifest.write(run_dir, run_id)  # the run has ended: its evidence sealed (harness/manifest.py)
     return result
+
+
+def finish(run_dirs: list[Path], policy: Any = None, phases: _Phases | None = None) -> list[Verdict]:
+    """The one tail of every run: reconcile (one Spark job for all the folders), judge each, and
+    render each one's report.html. Returns the verdicts in the order of `run_dirs`."""
+    from harness.reporting import ReportError, render_report
+    from harness.verdict import judge
+    from spark_analysis.reconcile import reconcile as run_reconcile
+
+    run_reconcile(list(run_dirs), policy=policy)
+    if phases:
+        phases.mark("reconcile")
+    verdicts = [judge(d) for d in run_dirs]
+    if phases:
+        phases.mark("judge")
+    for d in run_dirs:
+        try:  # every reconciled run gets RUN_DIR/report.html and summary.md
+            render_report(d)
+        except (ReportError, OSError) as e:
+            console.log(f"[yellow]report not rendered for {d.name}: {e}[/]")
+    for d in run_dirs:  # sealed with their analysis (execute seals again once run.json is final)
+        manifest.write(d)
+    if phases:
+        phases.mark("report")
+    return verdicts
 
 
 def _takeovers(run_dir: Path) -> list[float]:

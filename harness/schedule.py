@@ -1,32 +1,32 @@
 """Fault schedules as data: timed steps with targets and durations, loadable from a file.
 
-Targets name brokers, links, groups, `bridges`, or roles resolved when the step runs:
+Targets name brokers, links, groups, `bridges`, `bridge:<from>-><to>` (one bridge's links), or roles
+resolved when the step runs:
 `master:<group>`, `slave:<group>`, `members:<group>` (every member).
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import math
+from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     BeforeValidator,
+    ConfigDict,
     Field,
-    ValidationError,
     StrictBool,
     StrictInt,
+    ValidationError,
     ValidationInfo,
     field_validator,
 )
 
 from harness.faultkinds import FaultParamsError, Params, kind, schedulable
-
 from harness.topology.files import InputFileError, read_text
 from harness.topology.yamlsafe import problem, safe_load
 
@@ -41,6 +41,7 @@ def _seconds(v: Any) -> Any:
 
 
 Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False)]
+
 
 def _schedulable(name: str) -> str:
     if name not in schedulable():

@@ -66,6 +66,17 @@ def aggregates(
         F.max("latency_s").alias("max"),
         one,
     )
+    # per (publisher, subscription) flow: the classes of its pairs (the verdict's per-path view)
+    frames["flows"] = (
+        m.where(col("status").isNotNull() & (col("status") != "unexpected"))
+        .groupBy(
+            "rk",
+            F.coalesce(col("publisher_h"), F.xxhash64(F.lit(None).cast("string"))).alias("pub_h"),
+            "sub_index",
+            "status",
+        )
+        .agg(one, F.sum("received").alias("receipts"))
+    )
     frames["latency_bins"] = received.groupBy("rk", latency_bin(col("latency_s")).alias("bin")).agg(one)
     frames.update(ooo_frames(spark, received, facts, policy))
     non_ok = anomalies.where(col("status") != "unexpected")

@@ -114,6 +114,7 @@ def assemble(
                 for s in facts.subs
                 if s["rk"] == rk
             ],
+            "flows": _flows(rk, got, facts),
             "faults": faults_summary(rk, got, inputs, facts, policy),
             "malformed": {
                 "count": sum(by_reason.values()),
@@ -136,6 +137,32 @@ def assemble(
         summary["engine"] = {**engine, "generated_at": time.time()}
         summaries.append(summary)
     return summaries
+
+
+def _flows(rk: int, got: dict[str, list[dict[str, Any]]], facts: Facts) -> list[dict[str, Any]]:
+    """Per (publisher agent, subscription): how many pairs of each class (ok, lost, ...) and the
+    receipts; the verdict maps agents to groups for its per-path accounting."""
+    names = {(r["rk"], r["pub_h"]): r["publisher"] for r in got.get("publishers", [])}
+    flows: dict[tuple[str | None, int], dict[str, Any]] = {}
+    for r in got.get("flows", []):
+        if r["rk"] != rk:
+            continue
+        sub = facts.sub_at.get((rk, r["sub_index"])) or {}
+        pub = names.get((rk, r["pub_h"]))
+        f = flows.setdefault(
+            (pub, r["sub_index"]),
+            {
+                "publisher": pub,
+                "subscriber": sub.get("agent"),
+                "subscription": sub.get("filter"),
+                "receipts": 0,
+            },
+        )
+        f[r["status"]] = f.get(r["status"], 0) + r["n"]
+        f["receipts"] += r["receipts"] or 0
+    return sorted(
+        flows.values(), key=lambda f: (f["publisher"] or "", f["subscriber"] or "", f["subscription"] or "")
+    )
 
 
 def _short_path(path: str | None, run_dir: Path) -> str | None:

@@ -253,7 +253,7 @@ class DockerBackend(GroupState):
             .with_network(self.network)
             .with_network_aliases(b.name)
             .with_volume_mapping(str(self.run_dir), str(self.run_dir), "rw")
-            .with_volume_mapping(self._name(f"{b.group}-store"), str(b.store_dir), "rw")
+            .with_volume_mapping(self._name(b.store_dir.parent.name), str(b.store_dir), "rw")
             .with_kwargs(
                 labels={**self.labels, ROLE_LABEL: "broker", "org.bfh.broker": b.name},
                 hostname=b.name,

@@ -437,7 +437,8 @@ class _Checker:
                     broker.line,
                     f"no persistenceAdapter: each member of {g.kind} {g.name!r} "
                     "would keep the default KahaDB under its own dataDirectory, so they never share a store "
-                    "(two masters); the harness adds one on the group's shared store",
+                    "(two masters); the harness runs them so, as deployed (`store: shared` on the group "
+                    "tests them as if they shared one)",
                     '<persistenceAdapter><kahaDB directory="/shared/mount/kahadb"/></persistenceAdapter>',
                 )
                 continue
@@ -463,8 +464,8 @@ class _Checker:
                             a.line,
                             f"<{a.tag} directory={d or '(default)'!r}> is inside each member's own "
                             f"folder: in production the members of {g.kind} {g.name!r} would not share a "
-                            "store (each would "
-                            "be a master of its own); the harness points it at the group's shared store",
+                            "store (each would be a master of its own); the harness runs them so, as "
+                            "deployed (`store: shared` on the group tests them as if they shared one)",
                             "point directory at storage every member mounts, e.g. /mnt/shared/kahadb",
                         )
                     else:
@@ -476,7 +477,8 @@ class _Checker:
                 c2,
                 1,
                 f"the members of {g.kind} {g.name!r} name different stores ({d1} in "
-                f"{c1.path.name}, {d2} here): they would not share one; the harness points both at one",
+                f"{c1.path.name}, {d2} here): they would not share one; the harness runs them so, as "
+                "deployed (`store: shared` on the group tests them as if they shared one)",
                 "give every member of the group the same shared kahaDB directory",
             )
 

@@ -5,6 +5,8 @@ run is harness.importconf's."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness.topology.amqxml import parse
 from harness.topology.confcheck import (
     ADDRESS,
@@ -57,13 +59,34 @@ def _effective_group(g: Group) -> Group:
     need, _ = required_protocols(g, confs)
     have = need.union(*(file_protocols(c) for c in confs))
     conns = {p: g.connectors.get(p, ConnectorSpec()) for p in PROTOCOL_ORDER if p in have}  # type: ignore[call-overload]
-    return g.model_copy(update={"connectors": conns})
+    store = g.store if "store" in g.model_fields_set else ("shared" if _shares_store(confs) else "own")
+    return g.model_copy(update={"connectors": conns, "store": store})
+
+
+def _shares_store(confs: list[Any]) -> bool:
+    """Whether the members' files name one store on storage they all mount (confcheck warns when
+    not): a kahaDB directory outside each member's own folders, the same in every file."""
+    dirs = set()
+    for conf in confs:
+        broker = conf.broker
+        adapters = [
+            c for pa in (broker.find("persistenceAdapter") if broker else []) for c in pa.children if c.amq
+        ]
+        found = [a.attrs.get("directory", "") for a in adapters if a.tag in ("kahaDB", "mKahaDB")]
+        if not found or any(
+            not d or d.startswith(("${activemq.base}", "${activemq.data}")) or not d.startswith(("/", "${"))
+            for d in found
+        ):
+            return False
+        dirs.update(found)
+    return len(dirs) == 1
 
 
 def _bridges(t: Topology) -> list[Bridge]:
     """One bridge (for the plan's proxied links) per pair of groups a config's networkConnectors join."""
     members = {m: g.name for g in t.groups for m in g.member_names()}
     found: dict[tuple[str, str], str] = {}
+    routing: dict[tuple[str, str], dict[str, Any]] = {}
     for g in t.groups:
         if not g.config:
             continue
@@ -86,11 +109,36 @@ def _bridges(t: Topology) -> list[Bridge]:
                     else:
                         form = "static"
                     found.setdefault((g.name, tg), form)
+                    routing.setdefault((g.name, tg), _routing(n))
     out = []
     for (src, tgt), form in found.items():
         if form == "masterslave" and t.group(tgt).size < 2:
             form = "static"
         out.append(
-            Bridge.model_validate({"from": src, "to": tgt, "uri": form, "name": f"import-{src}-{tgt}"})
+            Bridge.model_validate(
+                {"from": src, "to": tgt, "uri": form, "name": f"import-{src}-{tgt}", **routing[(src, tgt)]}
+            )
         )
+    return out
+
+
+#: networkConnector attributes the delivery-path prediction reads (harness/coverage/paths.py)
+_ROUTING_ATTRS = ("consumerTTL", "messageTTL", "dynamicOnly", "staticBridge", "destinationFilter")
+
+
+def _routing(n: Any) -> dict[str, Any]:
+    """The routing settings of an imported networkConnector, as the Bridge model spells them
+    (the member's own file is what the broker runs; these feed the path prediction)."""
+    a = n.attrs
+    out: dict[str, Any] = {}
+    if a.get("duplex", "").lower() == "true":
+        out["duplex"] = True
+    if a.get("conduitSubscriptions", "").lower() == "false":
+        out["conduit_subscriptions"] = False
+    ttl = a.get("networkTTL", "")
+    if ttl.isdigit() and 1 <= int(ttl) <= 32:
+        out["network_ttl"] = int(ttl)
+    attrs = {k: a[k] for k in _ROUTING_ATTRS if k in a}
+    if attrs:
+        out["attributes"] = attrs
     return out

@@ -121,6 +121,11 @@ class Group(Strict):
         le=MAX_MS,
         description="shared-file-locker lockAcquireSleepInterval (ActiveMQ: 10000)",
     )
+    store: Literal["shared", "own"] = Field(
+        default="shared",
+        description="shared: one KahaDB for the group (master/slave); own: each member its own, as a "
+        "deployment whose members do not share a store runs (every member a master)",
+    )
     xml_fragment: str | None = Field(default=None, description="extra XML inserted inside <broker>")
     xml_file: str | None = Field(
         default=None, description="a whole activemq.xml (Jinja2 template) used instead"
@@ -322,6 +327,17 @@ class User(Strict):
     bridge: bool = Field(default=False, description="bridges log in as this user (default: the first user)")
 
 
+class PathSpec(Strict):
+    """A declared delivery path: publishers on `from`, subscribers on `to` (`deliver: false` for
+    traffic a team keeps apart on purpose)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    source: Name = Field(alias="from")
+    target: Name = Field(alias="to")
+    deliver: bool = True
+
+
 class Topology(Strict):
     name: Name
     description: str = ""
@@ -332,6 +348,11 @@ class Topology(Strict):
         default_factory=dict,
         description="production `host:port` (or `host`) -> member, for the networkConnector URIs "
         "of imported configs",
+    )
+    paths: list[PathSpec] | None = Field(
+        default=None,
+        description="the delivery paths that must (or must not) deliver; default: every pair of "
+        "connected groups must",
     )
 
     @model_validator(mode="after")
@@ -476,6 +497,7 @@ def _cross_checks(t: Topology) -> Iterator[Problem]:
                 "reconnect_delay_ms applies to static discovery only",
                 "remove it, or use a static/masterslave uri",
             )
+    yield from _path_checks(t, names)
     pairs: dict[tuple[str, str, str], int] = {}
     for i, b in enumerate(t.bridges):
         for s in bridge_sources(t, b) if b.source in names and b.source != b.target else []:
@@ -521,3 +543,23 @@ def _cross_checks(t: Topology) -> Iterator[Problem]:
         yield Problem(
             ("users", idx, "bridge"), "only one user can be the bridges' user", "set bridge: true on one user"
         )
+
+
+def _path_checks(t: Topology, names: list[str]) -> Iterator[Problem]:
+    seen: dict[tuple[str, str], int] = {}
+    for i, p in enumerate(t.paths or []):
+        for end, ref in (("from", p.source), ("to", p.target)):
+            if ref not in names:
+                close = difflib.get_close_matches(ref, names, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                yield Problem(
+                    ("paths", i, end), f"unknown group {ref!r}", f"{hint}use one of: {', '.join(names)}"
+                )
+        key = (p.source, p.target)
+        if key in seen:
+            yield Problem(
+                ("paths", i),
+                f"path {p.source} -> {p.target} is already declared by paths[{seen[key]}]",
+                "declare each path once",
+            )
+        seen.setdefault(key, i)

@@ -53,7 +53,8 @@ def test_stock_file_as_a_pair_runs_masterslave_and_reports_the_rewrites(tmp_path
     assert diff.startswith(f"--- {STOCK}\n+++ brokers/prod-1/conf/activemq.xml")
     assert '+            brokerName="prod-1"' in diff
     assert re.search(r'\+ +<transportConnector name="mqtt" uri="mqtt://127\.0\.0\.1:\d+"/>', diff)
-    assert f'+            <kahaDB directory="{run}/brokers/prod-store/kahadb"/>' in diff
+    # the stock file keeps KahaDB under each member's own data folder: run as deployed, no shared store
+    assert f'+            <kahaDB directory="{run}/brokers/prod-1-store/kahadb"/>' in diff
     rec = json.loads((run / "brokers/prod-2/config.json").read_text())
     assert any("would not share a store" in w for w in rec["warnings"])
     html = (run / "report.html").read_text()
@@ -63,21 +64,36 @@ def test_stock_file_as_a_pair_runs_masterslave_and_reports_the_rewrites(tmp_path
 
 @pytest.mark.spark
 @pytest.mark.network
-@pytest.mark.extended  # two scenarios on a network of pairs (45-90 s); the default run validates a pair
+@pytest.mark.extended  # five coverage rows on a network of pairs (2-3 min); the default run validates a pair
 def test_example_ops_network_passes_validate(tmp_path: Path) -> None:
     p = bfh(
         "validate",
         str(ROOT / "examples/ops/topology.yaml"),
+        "--faults",
+        "baseline,kill,bridge-cut",
         "--reports",
         str(tmp_path),
         "--json",
         timeout=900,
     )
     assert p.returncode == 0, p.stderr[-4000:]
-    rows = json.loads(p.stdout)["scenarios"]
-    assert [r["name"] for r in rows] == ["masterslave", "network"]
-    assert all(r["verdict"] == "pass" for r in rows), rows
-    index = Path(json.loads(p.stdout)["index"]).read_text()
+    m = json.loads(p.stdout)
+    assert [r["key"] for r in m["rows"]] == [
+        "baseline",
+        "kill:a",
+        "kill:b",
+        "bridge-cut:a->b",
+        "bridge-cut:b->a",
+    ]
+    assert all(r["verdict"] == "pass" for r in m["rows"]), [r["reasons"] for r in m["rows"]]
+    assert {p["key"] for p in m["paths"]} == {"a->a", "a->b", "b->a", "b->b"}
+    assert all(
+        c["state"] in ("ok", "dup") and c["expected"] > 0
+        for r in m["rows"]
+        for k, c in r["cells"].items()
+        if k != "promises"
+    )
+    index = Path(m["index"]).read_text()
     assert 'id="configuration"' in index and "broker-a1.xml" in index
     assert not running_under(tmp_path)
 

@@ -24,6 +24,7 @@ from harness.verdict.checks.connections import (
 )
 from harness.verdict.checks.counts import at_least_once, integrity, no_downgrade, non_vacuous, policy
 from harness.verdict.checks.environment import bridge_health, clean_exit, faults_applied, no_secret_leak
+from harness.verdict.checks.paths import paths
 from harness.verdict.checks.publishing import no_resend_after_ack, publish_latency, publisher_timeout
 from harness.verdict.checks.witness import broker_consumers, consumer_confirmed
 from harness.verdict.view import RunView
@@ -92,6 +93,7 @@ PROMISES: dict[str, Promise] = {
         ),
         Promise("publish_latency", "a serving broker acknowledges publishes promptly", publish_latency),
         Promise("bridge_health", "network bridges do not keep failing", bridge_health),
+        Promise("paths", "every delivery path the topology requires delivers (and no forbidden one)", paths),
         Promise("clean_exit", "agents neither crash nor hang, and exit 0 on SIGTERM", clean_exit),
         Promise("no_secret_leak", "no password written to run output", no_secret_leak),
         Promise("non_vacuous", "the run and each fault window carried traffic", non_vacuous),

@@ -5,7 +5,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harness.verdict.checks.base import EXAMPLES, Check, bound, not_applicable, verdict_of
+from harness.verdict.checks.base import (
+    BROKER_OUTAGES,
+    EXAMPLES,
+    HEALS,
+    Check,
+    bound,
+    not_applicable,
+    verdict_of,
+)
 from harness.verdict.view import RunView
 from harness.witness.brokerlog import line_ts
 
@@ -22,13 +30,25 @@ def bridge_health(v: RunView) -> Check:
     # A fault on the bridges themselves makes them fail while it lasts (and through their reconnect
     # backoff after): that is the fault working, not a bridge that cannot find its broker.
     bridge_links = {str(lk.get("name")) for lk in v.run.get("links") or [] if lk.get("kind") == "bridge"}
-    cut = [w for w in v.faults if {"bridges", *bridge_links} & set(w.target.split(","))]
+    cut = [
+        w
+        for w in v.faults
+        if {"bridges", *bridge_links} & set(w.target.split(",")) or w.target.startswith("bridge:")
+    ]
+    # So does a group with every member down: bridges to it have nothing to connect to.
+    down = _group_outages(v)
     bad = [
         {"broker": b, "ts": ts, "what": line[:240]}
         for b, lines in v.broker_logs.items()
         for line in lines
         if BRIDGE_FAILURE.search(line)
-        and not ((ts := line_ts(line)) is not None and any(w.covers(ts, 0.5, BRIDGE_BACKOFF_S) for w in cut))
+        and not (
+            (ts := line_ts(line)) is not None
+            and (
+                any(w.covers(ts, 0.5, BRIDGE_BACKOFF_S) for w in cut)
+                or any(lo - 0.5 <= ts <= hi + BRIDGE_BACKOFF_S for lo, hi in down)
+            )
+        )
     ]
     if len(bad) <= limit:
         return Check("bridge_health", count=len(bad), detail=f"{len(bad)} bridge failures (limit {limit:g})")
@@ -41,6 +61,23 @@ def bridge_health(v: RunView) -> Check:
         f"bridges failed to connect {len(bad)} times (limit {limit:g}): a bridge keeps retrying a broker "
         "that cannot serve (static:(master,slave) to a pair? use masterslave:)",
     )
+
+
+def _group_outages(v: RunView) -> list[tuple[float, float]]:
+    """(start, back) of every moment a whole group was down: all its members killed, stopped or
+    paused within a second of each other, until the first of them was started (or resumed) again."""
+    out = []
+    for members in v.groups.values():
+        downs = [w for w in v.faults if w.target in members and w.fault in BROKER_OUTAGES]
+        for w in downs:
+            if set(members) <= {x.target for x in downs if abs(x.start - w.start) <= 1.0}:
+                back = [
+                    x.start
+                    for x in v.faults
+                    if x.fault in HEALS and x.target in members and x.start >= w.start
+                ]
+                out.append((w.start, min(back) if back else (w.end if w.end is not None else w.start)))
+    return out
 
 
 def clean_exit(v: RunView) -> Check:

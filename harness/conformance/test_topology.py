@@ -1,0 +1,39 @@
+"""A topology's coverage matrix as pytest items (`pytest --bfh-topology FILE`, added by the plugin):
+one test per fault row, each with traffic on every delivery path; a failure names every broken
+path with its counts, then the run's other broken promises (harness.coverage)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.coverage import failure_message, run_row
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "bfh_row" not in metafunc.fixturenames:
+        return
+    from harness.coverage import plan_rows
+    from harness.topology import load_topology
+
+    opt = metafunc.config.getoption("bfh_topology")
+    if not opt:  # collected by path without the option: nothing to validate
+        metafunc.parametrize(
+            "bfh_row", [pytest.param(None, marks=pytest.mark.skip(reason="give --bfh-topology"))]
+        )
+        return
+    topology = load_topology(opt)
+    faults = metafunc.config.getoption("bfh_faults")
+    rows = plan_rows(topology, faults.split(",") if faults else None, None)
+    metafunc.parametrize(
+        "bfh_row",
+        [pytest.param((topology, r), id=r.key, marks=[pytest.mark.broker, pytest.mark.spark]) for r in rows],
+    )
+
+
+def test_topology_row(bfh_row: Any, reports_root: Any, backend_kind: str, agent_cmd: str | None) -> None:
+    """Promise: every path the topology requires delivers under this fault, and every gated promise holds."""
+    topology, row = bfh_row
+    r = run_row(topology, row, agent_cmd=agent_cmd, reports=reports_root, backend=backend_kind)
+    assert r.verdict != "fail", failure_message(r)
