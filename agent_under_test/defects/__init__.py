@@ -19,6 +19,7 @@ DEFECTS: dict[str, str] = {
     "heartbeat_liveness": "notices a silent broker only on a 5 s heartbeat with a 15 s window",
     "naive_durable_reconnect": "durable MQTT CONNECTs without a probe: a thawed master steals their links",
     "never_resubscribes": "a subscription whose connection was lost never reconnects",
+    "gives_up_first_pass": "the publisher gives up after its first failed pass over mb.urls",
     "combined": "QoS 0, clean sessions, timeout x1000, no connect timeout, slow liveness, early subscribed",
 }
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
-from collections.abc import Callable
 from typing import Any
 
 from harness.verdict.checks.base import (
@@ -21,6 +20,7 @@ from harness.verdict.checks.base import (
     rounded,
     verdict_of,
 )
+from harness.verdict.checks.serving import masters, never_connected
 from harness.verdict.view import RunView
 from harness.witness.brokerlog import line_ts
 
@@ -63,25 +63,6 @@ def liveness(v: RunView) -> Check:
     )
 
 
-def _masters(v: RunView) -> Callable[[str, float], str | None]:
-    """Who served each group at a time outside fault windows: the first master, then each takeover."""
-    start = v.observations.get("masters") or {}
-    changes = sorted(
-        (w.end, str(w.params.get("group")), str(w.params["new_master"]))
-        for w in v.faults
-        if w.end is not None and w.params.get("new_master")
-    )
-
-    def at(group: str, ts: float) -> str | None:
-        m = start.get(group)
-        for t, g, new in changes:
-            if g == group and t <= ts:
-                m = new
-        return m
-
-    return at
-
-
 def address(url: Any) -> str:
     """host:port of a URL as mb.urls or a log record writes it (`ssl://` or not)."""
     return str(url or "").split("://")[-1]
@@ -91,7 +72,7 @@ def first_available(v: RunView) -> Check:
     """Each (re)connect uses the first URL of mb.urls whose broker serves (judged away from faults)."""
     if not v.observations.get("masters"):
         return not_applicable("first_available", "the run did not record which broker served")
-    master_at = _masters(v)
+    master_at = masters(v)
     group_of = {b: g for g, bs in v.groups.items() for b in bs}
     bad, judged = [], False
     for agent, recs in v.records.items():
@@ -158,9 +139,16 @@ def connect_timeout(v: RunView) -> Check:
                         f"(first connection: {took}; bound {limit:g} s)",
                     }
                 )
+    # A fault first leaves the launch bound unjudged, not a role that gave up: one that never
+    # connected while a member served for a whole bound stopped retrying (issue 35).
+    seen = {(e["agent"], e["role"]) for e in bad}
+    for e in never_connected(v):
+        judged = True
+        if (e["agent"], e["role"]) not in seen:
+            bad.append(e)
     if not judged:
         return not_applicable("connect_timeout", "no role to judge")
-    return verdict_of("connect_timeout", bad, "connection attempts not bounded by a connect timeout")
+    return verdict_of("connect_timeout", bad, "a role did not connect while a broker served")
 
 
 class _Returns:
