@@ -19,7 +19,7 @@ from harness.agents import AgentProcess, agent_factory, launch_agent
 from harness.env import Environment, new_run_dir
 from harness.faults import Faults, Handle
 from harness.nemesis import Nemesis
-from harness.runner import RunResult, _settle, _wait_subscribed
+from harness.runner import RunResult, _settle, _wait_subscribed, finish
 from harness.schedule import Schedule
 from harness.topology import Topology
 from harness.verdict import DEFAULT_GATES, Verdict
@@ -220,20 +220,16 @@ class HandRun:
         result.wall_s = time.monotonic() - self._t0
         result.verdict = judge_run(result.run_dir)
         result.summary = result.verdict_summary()
-        with contextlib.suppress(Exception):  # the report is a convenience, the verdict is not
-            from harness.reporting import render_report
-
-            render_report(result.run_dir)
         if self.on_result is not None:
             self.on_result(result)
         return result.verdict
 
 
 def judge_run(run_dir: Path, gates: list[str] | None = None) -> Verdict:
-    """Reconcile a run folder (Spark) and judge it: what `bfh reconcile` + `bfh judge` do."""
+    """Reconcile, judge, report and seal a run folder: the runs' one tail (harness.runner.finish);
+    `gates` judges it again with those promises gated."""
     from harness.catalog import POLICY
     from harness.verdict import judge
-    from spark_analysis.reconcile import reconcile
 
-    reconcile([Path(run_dir)], policy=POLICY)
-    return judge(Path(run_dir), gates)
+    (verdict,) = finish([Path(run_dir)], policy=POLICY)
+    return verdict if gates is None else judge(Path(run_dir), gates)
