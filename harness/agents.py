@@ -40,6 +40,8 @@ class AgentSpec:
     conf: dict[str, str]  # agent.conf [agent] keys, e.g. mb.urls
     workload: dict[str, Any]  # workload.json without run/agent (filled in at launch)
     command: str = REFERENCE_COMMAND
+    # subscribing agents start stage by stage (a fleet's controller subscriber before its agents)
+    stage: int = 0
 
     def redacted(self) -> dict[str, Any]:
         conf = {k: ("***" if k in SECRET_KEYS and v else v) for k, v in self.conf.items()}

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents import AgentSpec, agent_factory, combine
-from harness.catalog_entries import SCENARIOS, VARIANTS, Scenario, static_list_network, topology_named
+from harness.catalog_entries import (
+    FLEET_PARAMS,
+    SCENARIOS,
+    VARIANTS,
+    Scenario,
+    static_list_network,
+    topology_named,
+)
+from harness.fleet import FleetShape, fleet_factory
 from harness.plan import free_ports
 from harness.runner import AgentFactory, RunError, RunResult, execute
 from harness.schedule import Schedule
@@ -27,6 +35,9 @@ POLICY = Policy(max_duplicates=None)
 #: the gate policy of runs that name none (harness.verdict.judge GATE_POLICIES; pytest --gate sets it)
 GATE = "all"
 NETWORK_WARMUP_S = 4.0  # time for a subscription's demand to reach the bridges before publishing
+#: agents per group for every entry that takes a fleet (pytest --bfh-fleet sets it); None: each
+#: fleet entry's own size
+FLEET: int | None = None
 
 
 class CatalogError(ValueError):
@@ -124,6 +135,13 @@ def _agents(sc: Scenario, topology: Topology, command: str | None) -> tuple[Agen
         "qos": sc.qos,
         "durable": sc.durable,
     }
+    if sc.agents == "fleet":
+        groups = pairs if sc.topology != "pair" and len(pairs) > 1 else [g]
+        shape = FleetShape(sc.fleet, controller_count=sc.count, controller_rate=sc.rate)
+        fleet = fleet_factory(
+            groups, shape, protocol=proto, command=command, timeout_s=sc.timeout_s, qos=sc.qos
+        )
+        return fleet, {"group": g}
     if sc.agents == "hostile-first":
         return _hostile_first(g, proto, sc.count, command), {"group": g}
     if sc.needs == "users":
@@ -144,12 +162,32 @@ def _agents(sc: Scenario, topology: Topology, command: str | None) -> tuple[Agen
     return agent_factory(**kw, command=command), {"group": g}
 
 
+def as_fleet(sc: Scenario, size: int | None) -> Scenario:
+    """The entry with `size` agents per group (`--fleet N`): a fleet entry resized, or a
+    single-agent entry's agent made a fleet; None keeps the entry as it is."""
+    if size is None:
+        return sc
+    if size < 1:
+        raise CatalogError(f"a fleet needs at least one agent, not {size}")
+    if sc.agents not in ("fleet", "single"):
+        raise CatalogError(f"scenario {sc.name!r} runs {sc.agents} agents; it takes no fleet")
+    params = {**FLEET_PARAMS, **sc.params, "fleet": size}
+    return replace(sc, agents="fleet", fleet=size, params=params)
+
+
 def build(
-    name: str | Scenario, topology: Topology, seed: int | None = None, agent_cmd: str | None = None
+    name: str | Scenario,
+    topology: Topology,
+    seed: int | None = None,
+    agent_cmd: str | None = None,
+    fleet: int | None = None,
 ) -> ScenarioRun:
     sc = name if isinstance(name, Scenario) else SCENARIOS.get(name)
     if sc is None:
         raise CatalogError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+    sc = as_fleet(sc, fleet if fleet is not None else (FLEET if sc.agents == "fleet" else None))
+    if sc.agents == "fleet" and "fleet" not in sc.params:
+        sc = replace(sc, params={**sc.params, "fleet": sc.fleet})
     if sc.needs == "users" and not topology.users:
         raise CatalogError(f"scenario {sc.name!r} needs users; topology {topology.name!r} has none")
     agents, where = _agents(sc, topology, agent_cmd)
@@ -195,9 +233,10 @@ def run(
     schedule: Schedule | None = None,
     label: str | None = None,
     gate: str | None = None,
+    fleet: int | None = None,
 ) -> Outcome:
     """Run one catalog entry end to end (its own environment); judged and reported by the runner."""
-    plan = build(name, topology, seed, agent_cmd)
+    plan = build(name, topology, seed, agent_cmd, fleet)
     sc = plan.scenario
     try:
         result = execute(
@@ -271,6 +310,7 @@ def validate(
     backend: str = "local",
     show_progress: bool = True,
     gate: str | None = None,
+    fleet: int | None = None,
 ) -> Validation:
     """Run each scenario (each brings its own environment up and down); errors that stop a
     scenario from running (not verdicts) end the validation with exit code 2."""
@@ -280,7 +320,7 @@ def validate(
 
     console = Console(stderr=True)
     for n in scenarios:  # fail before anything starts
-        build(n, topology, seed, agent_cmd)
+        build(n, topology, seed, agent_cmd, fleet)
     rows: list[dict[str, Any]] = []
     code = 0
     for i, n in enumerate(scenarios, 1):
@@ -294,6 +334,7 @@ def validate(
             backend=backend,
             show_progress=show_progress,
             gate=gate,
+            fleet=fleet,
         )
         head = headline(out.result.summary or {})
         rows.append(

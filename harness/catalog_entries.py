@@ -34,6 +34,7 @@ class Scenario:
     qos: int = 1
     durable: bool = True
     seed: int = 1
+    fleet: int = 0  # agents per group of a fleet entry (harness/fleet.py); 0: not a fleet
 
     @property
     def gates(self) -> list[str]:
@@ -55,6 +56,18 @@ def _network(name: str, what: str, **fields: Any) -> Scenario:
         "seed": 3,
     }
     return Scenario(name, what, **{**base, **fields})
+
+
+#: a fleet's bounds: agents on two shared cores start and notice slower than one agent does
+FLEET_PARAMS: dict[str, Any] = {"subscribe_wait_s": 180, "connect_bound_s": 60.0}
+
+
+def _fleet(name: str, what: str, **fields: Any) -> Scenario:
+    """A fleet entry: `fleet` agents per pair (harness/fleet.py); not in `make test` (extended)."""
+    base: dict[str, Any] = {"agents": "fleet", "fleet": 20, "settle_s": 10.0, "tags": ("fleet", "extended")}
+    merged = {**base, **fields}
+    merged["params"] = {**FLEET_PARAMS, **fields.get("params", {})}
+    return Scenario(name, what, **merged)
 
 
 _NO_SERVICE = ("connect_timeout", "recovery", "first_available", "at_least_once", "publish_latency")
@@ -179,6 +192,30 @@ SCENARIOS: dict[str, Scenario] = {
             protocol="stomp",
             tags=("protocols",),
             seed=2,
+        ),
+        _fleet(
+            "fleet-masterslave",
+            "a fleet on one pair, kill -9 the master: every agent back within the bound, none left "
+            "behind or starved, the reconnect storm at the slave within the entry's bounds",
+            steps=(_s(5, "kill", "master:{group}"),),
+            count=200,
+        ),
+        _fleet(
+            "fleet-pause-master",
+            "a fleet on one pair, SIGSTOP the master 20 s: every agent notices, retries within the "
+            "storm bound and comes back after the thaw",
+            steps=(_s(4, "pause", "master:{group}", 20),),
+            count=300,
+        ),
+        _fleet(
+            "fleet-network",
+            "a fleet on each pair of a network, kill -9 the first pair's master: that pair's fleet "
+            "fails over, the other pair's fleet is undisturbed",
+            steps=(_s(5, "kill", "master:{group}"),),
+            topology="network-of-pairs",
+            count=200,
+            fleet=10,
+            seed=3,
         ),
         _network(
             "network-baseline",

@@ -49,6 +49,7 @@ EXAMPLES = {
 
 
 GATE_HELP = "all (default): every anomaly fails; agent: only those blamed on the agent (broker findings warn)"
+FLEET_HELP = "N agents per group (a fleet: docs/fleet.md)"
 
 
 def _positive(kind: Callable[[str], float]) -> Callable[[str], Any]:
@@ -139,6 +140,7 @@ def _run_scenario(args: argparse.Namespace) -> int:
         backend=args.backend,
         schedule=schedule,
         gate=args.gate,
+        fleet=args.fleet,
     )
     row = {
         "scenario": args.scenario,
@@ -182,6 +184,7 @@ def _validate(args: argparse.Namespace) -> int:
         backend=args.backend,
         gate=args.gate,
         junitxml=Path(args.junitxml) if args.junitxml else None,
+        fleet=args.fleet,
     )
     if args.json:
         print(json.dumps({**out.matrix, "index": str(out.index)}, indent=2, default=str))
@@ -234,6 +237,7 @@ def _validate_scenarios(args: argparse.Namespace, topology: Any) -> int:
         backend=args.backend,
         show_progress=not args.json,
         gate=args.gate,
+        fleet=args.fleet,
     )
     if args.json:
         print(
@@ -537,6 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--reports", default="reports")
     r.add_argument("--gate", default=None, choices=["all", "agent"], help=GATE_HELP)
+    r.add_argument("--fleet", type=_positive(int), default=None, help=FLEET_HELP)
 
     sub.add_parser("reconcile", help="run the PySpark reconciliation on RUN_DIR (see --help)", add_help=False)
     sub.add_parser("fault-proxy", help="run the Toxiproxy-compatible fault proxy server", add_help=False)
@@ -564,6 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--reports", default="reports")
     v.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     v.add_argument("--gate", default=None, choices=["all", "agent"], help=GATE_HELP)
+    v.add_argument("--fleet", type=_positive(int), default=None, help=FLEET_HELP)
 
     u = add("up", "bring a topology up for manual poking (detached; `bfh down` stops it)")
     u.add_argument("topology", help="topology file or built-in name")
@@ -673,6 +679,9 @@ def main(argv: list[str] | None = None) -> int:
                 return _run_scenario(args)
             if not args.schedule:
                 err.print("[red]error:[/] give a scenario name or --schedule FILE (see bfh run --help)")
+                return 2
+            if args.fleet:
+                err.print("[red]error:[/] --fleet needs a scenario name (e.g. bfh run fleet-masterslave)")
                 return 2
             return _run(args)
         if args.cmd == "images":

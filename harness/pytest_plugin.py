@@ -105,6 +105,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --bfh-topology: comma-separated fault rows only (baseline, kill, pause, ...)",
     )
     g.addoption(
+        "--bfh-fleet",
+        dest="bfh_fleet",
+        type=_fleet_size,
+        default=None,
+        help="agents per group of the fleet entries (-k fleet): the agent command runs as N processes, "
+        "Stratos-shaped (docs/fleet.md); with --bfh-topology, N subscribers per group",
+    )
+    g.addoption(
         "--bfh-agent-protocol",
         "--agent-protocol",
         dest="bfh_agent_protocol",
@@ -113,6 +121,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="protocol of the agent command: its workload and mb.urls use this connector "
         "(default: each scenario's own, MQTT unless it says otherwise)",
     )
+
+
+def _fleet_size(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise ValueError(text)
+    return n
 
 
 def _agent_cmd(config: pytest.Config) -> str | None:
@@ -160,6 +175,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness import catalog
 
     catalog.GATE = str(config.getoption("bfh_gate"))
+    catalog.FLEET = config.getoption("bfh_fleet")
     tags = sorted({t for sc in catalog.SCENARIOS.values() for t in sc.tags})
     for name, doc in {**{t: f"catalog entries tagged {t}" for t in tags}, **_MARKERS}.items():
         config.addinivalue_line("markers", f"{name}: {doc}")

@@ -18,6 +18,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from harness.faultlog import read_windows
+from harness.fleetreport import fleet_section
 from harness.manifest import EvidenceError, check_kind, run_window, ts_ok
 from harness.msglog import iter_records
 
@@ -515,6 +516,7 @@ def _render(d: RunData) -> tuple[str, str]:
         **ctx
     )
 
+        "fleet": fleet_section(d.run_dir),
 
 def render_index(
     entries: list[dict[str, Any]], out: Path, title: str, matrix: dict[str, Any] | None = None

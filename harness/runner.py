@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -76,18 +75,38 @@ def _has_subscribed(agent: AgentProcess, want: int) -> bool:
 
 
 def _wait_subscribed(agents: list[AgentProcess], timeout: float) -> list[str]:
-    """Wait for every subscription's first `subscribed`; return the agents that did not get there
-    (an observation for the verdict, not an error: an agent stuck on a black hole is a finding)."""
+    """Wait for every subscription's first `subscribed`, one shared wait for all the agents (a
+    fleet starts together); return the agents that did not get there (an observation for the
+    verdict, not an error: an agent stuck on a black hole is a finding)."""
     deadline = time.monotonic() + timeout
+    waiting = {a.spec.name: a for a in agents}
+    dead: set[str] = set()
+    while waiting and time.monotonic() < deadline:
+        for name, a in list(waiting.items()):
+            alive = a.alive()
+            a.poll()
+            if _has_subscribed(a, len(a.spec.workload.get("subscriptions", []))):
+                del waiting[name]
+            elif not alive:
+                dead.add(name)
+                del waiting[name]
+        if waiting:
+            time.sleep(0.2)
     late = []
     for a in agents:
-        want = len(a.spec.workload.get("subscriptions", []))
-        if not a.wait_for(partial(_has_subscribed, want=want), max(0.0, deadline - time.monotonic())):
+        if a.spec.name in waiting or a.spec.name in dead:
             console.log(
                 f"[yellow]agent {a.spec.name} not subscribed within {timeout:.0f}s (alive={a.alive()})[/]"
             )
             late.append(a.spec.name)
     return late
+
+
+FLEET_BARS = 8  # more agents than this: one progress bar for them all
+
+
+def _label(agents: list[AgentProcess]) -> str:
+    return agents[0].spec.name if len(agents) == 1 else f"{len(agents)} agents"
 
 
 def _drive(
@@ -103,17 +122,21 @@ def _drive(
         disable=not show,
         transient=False,
     ) as progress:
-        tasks = {a.spec.name: progress.add_task(a.spec.name, total=_total(a)) for a in agents}
+        # a fleet gets one bar for all its agents, not a bar each
+        rows = [[a] for a in agents] if len(agents) <= FLEET_BARS else [agents]
+        tasks = [progress.add_task(_label(r), total=sum(_total(a) for a in r)) for r in rows]
         deadline = time.monotonic() + timeout
         last, last_change = -1, time.monotonic()
         while time.monotonic() < deadline:
             for a in agents:
                 a.poll()
+            for task, r in zip(tasks, rows, strict=True):
+                n = {k: sum(a.counts[k] for a in r) for k in ("sent", "dropped", "received")}
                 progress.update(
-                    tasks[a.spec.name],
-                    completed=a.counts["sent"] + a.counts["dropped"],
-                    description=f"{a.spec.name} sent={a.counts['sent']} dropped={a.counts['dropped']} "
-                    f"received={a.counts['received']}",
+                    task,
+                    completed=n["sent"] + n["dropped"],
+                    description=f"{_label(r)} sent={n['sent']} dropped={n['dropped']} "
+                    f"received={n['received']}",
                 )
             if all(a.publications_done() or not a.alive() for a in agents):
                 return True
@@ -232,10 +255,12 @@ def execute(
             # Subscribing agents first; agents that only publish start once every subscription
             # exists (and, across a network, once demand had `warmup_s` to reach the bridges).
             subscribers = [s for s in specs if s.workload.get("subscriptions")]
-            procs = [launch(s) for s in subscribers]
-            obs["not_subscribed"] = (
-                _wait_subscribed(procs, timeout=subscribe_wait_s) if subscribe_wait_s else []
-            )
+            obs["not_subscribed"] = []
+            for stage in sorted({s.stage for s in subscribers}):  # each stage launched at once
+                started = [launch(s) for s in subscribers if s.stage == stage]
+                procs += started
+                if subscribe_wait_s:
+                    obs["not_subscribed"] += _wait_subscribed(started, timeout=subscribe_wait_s)
             if len(subscribers) < len(specs):
                 time.sleep(warmup_s)
                 procs += [launch(s) for s in specs if s not in subscribers]
@@ -291,6 +316,7 @@ def execute(
                 nemesis_errors=result.nemesis_errors,
             )
             phase.mark("agents_stop")
+            obs["proxy_connections"] = _proxy_connections(env)
             env.record(observations=obs)
         result.takeovers_s = _takeovers(run_dir)
     phase.mark("teardown")
@@ -328,6 +354,15 @@ def finish(run_dirs: list[Path], policy: Any = None, phases: _Phases | None = No
     if phases:
         phases.mark("report")
     return verdicts
+
+
+def _proxy_connections(env: Environment) -> dict[str, Any] | None:
+    """Connections the fault proxy accepted per link over time (the brokers' side of a reconnect
+    storm); None when the proxy keeps no counts (a real Toxiproxy)."""
+    try:
+        return env.proxy.connection_counts()
+    except Exception:  # bookkeeping only: never fails a run
+        return None
 
 
 def _takeovers(run_dir: Path) -> list[float]:

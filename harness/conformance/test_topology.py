@@ -32,8 +32,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     )
 
 
-def test_topology_row(bfh_row: Any, reports_root: Any, backend_kind: str, agent_cmd: str | None) -> None:
+def test_topology_row(
+    bfh_row: Any, reports_root: Any, backend_kind: str, agent_cmd: str | None, pytestconfig: Any
+) -> None:
     """Promise: every path the topology requires delivers under this fault, and every gated promise holds."""
     topology, row = bfh_row
-    r = run_row(topology, row, agent_cmd=agent_cmd, reports=reports_root, backend=backend_kind)
+    fleet = pytestconfig.getoption("bfh_fleet")
+    r = run_row(topology, row, agent_cmd=agent_cmd, reports=reports_root, backend=backend_kind, fleet=fleet)
     assert r.verdict != "fail", failure_message(r)

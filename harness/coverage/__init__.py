@@ -82,6 +82,7 @@ def validate_topology(
     backend: str = "local",
     gate: str | None = None,
     junitxml: Path | None = None,
+    fleet: int | None = None,
 ) -> Outputs:
     """Run the topology's coverage rows and write the matrix: the index page (HTML, matrix on
     top), its JSON beside it and, when asked, a JUnit file with one test case per cell."""
@@ -98,6 +99,7 @@ def validate_topology(
         gate=gate,
         budget_s=budget_s,
         parallel=parallel,
+        fleet=fleet,
     )
     m = matrix.build(cov)
     stem = Path(reports) / f"validate-{time.strftime('%Y%m%d-%H%M%S')}-{topology.name}"

@@ -75,13 +75,18 @@ def plan_rows(topology: Topology, faults: list[str] | None, groups: list[str] | 
 def _run_row(
     topology: Topology, row: Row, paths: list[dict[str, Any]], opts: dict[str, Any], seed: int
 ) -> Path:
-    factory = workload.agents(topology, paths, row.count, row.rate, row.timeout_s, opts.get("agent_cmd"))
+    fleet = opts.get("fleet")
+    factory = workload.agents(
+        topology, paths, row.count, row.rate, row.timeout_s, opts.get("agent_cmd"), fleet
+    )
     from harness.verdict import DEFAULT_GATES
 
     params: dict[str, Any] = {**row.params, "paths": paths}
     if opts.get("gate") and opts["gate"] != "all":
         params["gate"] = opts["gate"]
     record = {"name": f"validate:{row.key}", "what": row.what, "gates": list(DEFAULT_GATES), "params": params}
+    if fleet and fleet > 1:
+        params.update(fleet=fleet, subscribe_wait_s=180, connect_bound_s=60.0)
     result = execute(
         topology,
         factory,
@@ -96,6 +101,7 @@ def _run_row(
     )
     return result.run_dir
 
+        subscribe_wait_s=float(params.get("subscribe_wait_s", 60)),
 
 def run_coverage(
     topology: Topology,
@@ -111,11 +117,18 @@ def run_coverage(
 ) -> Coverage:
     """Run `rows` (baseline first), at most `parallel` at once; a row is not started when the
     budget would end before it (the rows left are reported as not run)."""
+    fleet: int | None = None,
     t0 = time.monotonic()
     preds = predict(topology)
     paths = workload.measured(preds)
     par = parallel or default_parallel(topology)
-    opts = {"agent_cmd": agent_cmd, "reports": Path(reports), "backend": backend, "gate": gate}
+    opts = {
+        "agent_cmd": agent_cmd,
+        "reports": Path(reports),
+        "backend": backend,
+        "gate": gate,
+        "fleet": fleet,
+    }
     results = {r.key: RowResult(r) for r in rows}
     from spark_analysis import warmup
 
@@ -171,7 +184,13 @@ def run_row(
 ) -> RowResult:
     """One row on its own, run, reconciled and judged (the pytest plugin's `--bfh-topology` items)."""
     paths = workload.measured(predict(topology))
-    opts = {"agent_cmd": agent_cmd, "reports": Path(reports), "backend": backend, "gate": gate}
+    opts = {
+        "agent_cmd": agent_cmd,
+        "reports": Path(reports),
+        "backend": backend,
+        "gate": gate,
+        "fleet": fleet,
+    }
     start = time.monotonic()
     out = RowResult(row, _run_row(topology, row, paths, opts, seed))
     out.wall_s = round(time.monotonic() - start, 1)
@@ -186,6 +205,7 @@ def _judge(ran: list[RowResult]) -> None:
     verdicts = finish([r.run_dir for r in ran if r.run_dir is not None], policy=POLICY)
     for r, v in zip(ran, verdicts, strict=True):
         r.verdict = v.verdict
+    fleet: int | None = None,
         r.broken = list(v.broken)
         r.reasons = [ln.strip() for ln in v.message().splitlines()[1:-1]] if v.verdict == "fail" else []
         view = RunView.load(v.run_dir)

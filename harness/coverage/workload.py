@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.agents import AgentSpec, agent_factory, combine
+from harness.fleet import member_name
 from harness.runner import AgentFactory
 from harness.topology import Topology
 from harness.topology.paths import TOPIC, PathPrediction
@@ -56,13 +57,18 @@ def agents(
     rate: float,
     timeout_s: int,
     command: str | None,
+    fleet: int | None = None,
 ) -> AgentFactory:
+    """With `fleet` N, each group's subscriber is N agents: `sub-<group>` (the one the paths
+    promise reads) and N - 1 fleet members (harness/fleet.py) with the same subscriptions."""
     proto = protocol_of(topology)
     factories = []
     for g in topology.groups:
         mine = [p for p in paths if p["to"] == g.name]
         if mine:
             factories.append(_subscriber(g.name, proto, mine, command))
+            for i in range(2, (fleet or 1) + 1):
+                factories.append(_subscriber(g.name, proto, mine, command, member_name(g.name, i)))
     for g in topology.groups:
         if any(p["from"] == g.name for p in paths):
             factories.append(
@@ -81,9 +87,11 @@ def agents(
     return combine(*factories)
 
 
-def _subscriber(group: str, proto: str, paths: list[dict[str, Any]], command: str | None) -> AgentFactory:
+def _subscriber(
+    group: str, proto: str, paths: list[dict[str, Any]], command: str | None, name: str | None = None
+) -> AgentFactory:
     base = agent_factory(
-        name=f"sub-{group}",
+        name=name or f"sub-{group}",
         group=group,
         protocol=proto,
         subscriptions=tuple(p["subscription"] for p in paths),

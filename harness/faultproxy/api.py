@@ -17,7 +17,7 @@ import logging
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from harness.faultproxy.relay import Registry
+from harness.faultproxy.relay import ACCEPT_BUCKET_S, Registry
 from harness.faultproxy.toxics import ApiError, Toxic
 
 log = logging.getLogger("faultproxy.api")
@@ -162,6 +162,12 @@ class ApiServer:
             if error is not None:
                 return error.status, {**_err(error.status, error.message), "proxies": listing}
             return 201, {"proxies": listing}
+        if parts == ["bfh", "connections"]:  # not Toxiproxy's: accepted connections over time
+            _allow(method, "GET")
+            return 200, {
+                "bucket_s": ACCEPT_BUCKET_S,
+                "proxies": {n: sorted(p.accepts.items()) for n, p in reg.proxies.items()},
+            }
         if n == 0 or parts[0] != "proxies":
             raise ApiError(404, "not found")
         if n == 1:

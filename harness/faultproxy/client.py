@@ -78,6 +78,15 @@ class ToxiproxyClient:
     def proxies(self) -> dict[str, dict[str, Any]]:
         return dict(self._request("GET", "/proxies") or {})
 
+    def connection_counts(self) -> dict[str, Any] | None:
+        """The built-in proxy's accepted connections per time bucket (`{bucket_s, proxies: {name:
+        [[bucket, n], ...]}}`); None from a real Toxiproxy, which keeps no such counts."""
+        try:
+            out = self._request("GET", "/bfh/connections")
+        except ToxiproxyError:
+            return None
+        return out if isinstance(out, dict) else None
+
     def get_proxy(self, name: str) -> dict[str, Any]:
         return dict(self._request("GET", self._p(name)))
 

@@ -24,7 +24,8 @@ import logging
 import random
 import socket
 import struct
-from collections import deque
+import time
+from collections import Counter, deque
 from typing import Any, cast
 
 from harness.faultproxy.toxics import ApiError, Toxic, ToxicRun, make_run
@@ -33,6 +34,7 @@ log = logging.getLogger("faultproxy")
 
 QUEUE_HIGH_WATER = 1 << 20  # bytes queued in a link before its source stops reading
 WRITE_HIGH_WATER = 1 << 20  # bytes buffered towards a socket before its source stops reading
+ACCEPT_BUCKET_S = 0.1
 
 
 def split_hostport(addr: str, what: str) -> tuple[str, int]:
@@ -460,6 +462,8 @@ class Proxy:
         self.server: asyncio.base_events.Server | None = None
         self.conns: set[Connection] = set()
         self.seq = 0
+        # accepted client connections per ACCEPT_BUCKET_S of wall time (a fleet's reconnect storm)
+        self.accepts: Counter[int] = Counter()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -472,6 +476,7 @@ class Proxy:
 
     def _new_connection(self) -> _Side:
         self.seq += 1
+        self.accepts[int(time.time() / ACCEPT_BUCKET_S)] += 1
         return Connection(self, self.seq).client
 
     async def start(self) -> None:

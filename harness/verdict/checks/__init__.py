@@ -24,6 +24,7 @@ from harness.verdict.checks.connections import (
 )
 from harness.verdict.checks.counts import at_least_once, integrity, no_downgrade, non_vacuous, policy
 from harness.verdict.checks.environment import bridge_health, clean_exit, faults_applied, no_secret_leak
+from harness.verdict.checks.fleet import fairness, fleet_recovery, no_agent_left_behind, reconnect_storm
 from harness.verdict.checks.paths import paths
 from harness.verdict.checks.publishing import no_resend_after_ack, publish_latency, publisher_timeout
 from harness.verdict.checks.witness import broker_consumers, consumer_confirmed
@@ -94,6 +95,20 @@ PROMISES: dict[str, Promise] = {
         Promise("publish_latency", "a serving broker acknowledges publishes promptly", publish_latency),
         Promise("bridge_health", "network bridges do not keep failing", bridge_health),
         Promise("paths", "every delivery path the topology requires delivers (and no forbidden one)", paths),
+        Promise(
+            "fleet_recovery", "every fleet agent's every role back within the bound (a fleet)", fleet_recovery
+        ),
+        Promise(
+            "no_agent_left_behind",
+            "every fleet agent subscribed and receiving after the last fault",
+            no_agent_left_behind,
+        ),
+        Promise(
+            "reconnect_storm",
+            "a fleet's reconnect attempts at the brokers and its time until all are back, bounded",
+            reconnect_storm,
+        ),
+        Promise("fairness", "no fleet agent's deliveries starved", fairness),
         Promise("clean_exit", "agents neither crash nor hang, and exit 0 on SIGTERM", clean_exit),
         Promise("no_secret_leak", "no password written to run output", no_secret_leak),
         Promise("non_vacuous", "the run and each fault window carried traffic", non_vacuous),

@@ -25,6 +25,12 @@ BOUNDS: dict[str, float] = {
     # slow machine where a bridge's start also timed out); `static:(master,slave)` fails ~20 times
     "bridge_failures_max": 10.0,
     "cut_window_s": 2.5,  # roles disturbed by one severed connection are looked for this long
+    # fleets (checks/fleet.py): a role back after the fault's end; connection attempts per role per
+    # second over 2 s (the reference at most 6.5, lock-step retries 20)
+    "fleet_recover_bound_s": 30.0,
+    "storm_attempts_per_role_s": 9.0,
+    "storm_all_back_s": 30.0,
+    "fairness_min_share": 0.5,  # of the median member's deliveries
 }
 
 HEALS = logged_names("heal")  # bringing a killed broker back: the heal of a fault, not a fault

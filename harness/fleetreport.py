@@ -1,0 +1,155 @@
+"""The report's fleet views (report.html, a fleet run only): aggregates first — the recovery-time
+distribution, connections per broker over time, deliveries per agent — then per-agent detail
+folded away (<details>). Figures from harness/verdict/checks/fleetview.py, as the verdict's."""
+
+from __future__ import annotations
+
+from collections import Counter
+from html import escape
+from pathlib import Path
+
+from markupsafe import Markup
+
+from harness.verdict.checks.fleetview import BUCKET_S, FleetView
+from harness.verdict.view import RunView, VerdictError
+
+W, H, LEFT, BOTTOM = 900, 180, 50, 24
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
+
+
+def fleet_section(run_dir: Path) -> Markup | None:
+    """The fleet views, or None when the run is not a fleet (or cannot be read)."""
+    try:
+        f = FleetView.of(RunView.load(run_dir))
+    except (VerdictError, OSError, ValueError):
+        return None
+    if f is None:
+        return None
+    d = f.distribution()
+    never = f", {d['never']} never back" if d.get("never") else ""
+    head = (
+        f"<h2>Fleet: {len(f.members)} agents, {f.roles} roles</h2>"
+        f"<p>Recovery after the fault began: p50 {d.get('p50', '-')} s, p95 {d.get('p95', '-')} s, "
+        f"max {d.get('max', '-')} s over {d['n']} roles"
+        f"{never}; "
+        f"peak connection attempts {f.peak_per_s(1.0)[0]:.0f}/s; deliveries per agent: median "
+        f"{f.median_deliveries():g}.</p>"
+    )
+    parts = [
+        head,
+        "<h3>Recovery-time distribution</h3>",
+        _histogram(f.took(), 0.5, "s after the fault began", "roles"),
+        _slowest(f),
+        "<h3>Connections per broker over time</h3>",
+        "<p><small>Per second: connections the fault proxy accepted per broker (solid), the "
+        "brokers' own connection advisories (dashed), attempts refused before the proxy "
+        "(grey); shaded: fault windows.</small></p>",
+        _connections(f),
+        "<h3>Deliveries per agent</h3>",
+        _histogram([float(n) for n in f.deliveries.values()], None, "deliveries", "agents"),
+        _details(f),
+    ]
+    return Markup("\n".join(parts))
+
+
+def _axis_text(x: float, y: float, text: str, anchor: str = "middle") -> str:
+    return f'<text x="{x:.0f}" y="{y:.0f}" font-size="10" text-anchor="{anchor}">{escape(text)}</text>'
+
+
+def _histogram(xs: list[float], width: float | None, xlabel: str, ylabel: str) -> str:
+    if not xs:
+        return "<p>nothing to draw</p>"
+    lo, hi = min(xs), max(xs)
+    step = width or max((hi - lo) / 30, 1.0)
+    bins: Counter[int] = Counter(int((x - lo) // step) for x in xs)
+    n = max(bins) + 1
+    top = max(bins.values())
+    bw = (W - LEFT - 10) / n
+    out = [f'<svg width="{W}" height="{H}" class="fleet">']
+    for i in range(n):
+        h = bins.get(i, 0) / top * (H - BOTTOM - 10)
+        out.append(
+            f'<rect x="{LEFT + i * bw:.1f}" y="{H - BOTTOM - h:.1f}" width="{max(bw - 1, 1):.1f}" '
+            f'height="{h:.1f}" fill="#1f77b4"><title>{lo + i * step:g}–{lo + (i + 1) * step:g}: '
+            f"{bins.get(i, 0)} {ylabel}</title></rect>"
+        )
+    out.append(_axis_text(LEFT, H - 8, f"{lo:g}", "start"))
+    out.append(_axis_text(W - 10, H - 8, f"{lo + n * step:g} {xlabel}", "end"))
+    out.append(_axis_text(LEFT - 4, 14, f"{top} {ylabel}", "end"))
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _slowest(f: FleetView) -> str:
+    rows = "".join(
+        f"<tr><td>{escape(r.agent)}</td><td>{escape(r.role)}</td><td>{escape(r.fault)}</td>"
+        f"<td class='n'>{'never' if r.took_s is None else f'{r.took_s:.2f}'}</td>"
+        f"<td><small>lost {r.lost_ts:.3f}, back {'-' if r.back_ts is None else f'{r.back_ts:.3f}'}"
+        "</small></td></tr>"
+        for r in f.slowest()
+    )
+    return (
+        "<table><tr><th>slowest agents</th><th>role</th><th>fault</th><th>back after (s)</th>"
+        f"<th>evidence (messages.jsonl ts)</th></tr>{rows}</table>"
+    )
+
+
+def _connections(f: FleetView) -> str:
+    series: list[tuple[str, Counter[int], str]] = []
+    for i, (b, c) in enumerate(sorted(f.proxy_accepts.items())):
+        per_s: Counter[int] = Counter()
+        for k, n in c.items():
+            per_s[int(k * BUCKET_S)] += n
+        series.append((f"{b} (proxy)", per_s, COLOURS[i % len(COLOURS)]))
+    for i, (b, c) in enumerate(sorted(f.broker_connections.items())):
+        series.append((f"{b} (broker)", c, COLOURS[i % len(COLOURS)] + '" stroke-dasharray="4 3'))
+    refused: Counter[int] = Counter()
+    for k, n in f.refused.items():
+        refused[int(k * BUCKET_S)] += n
+    series.append(("refused", refused, "#999999"))
+    secs = [s for _, c, _ in series for s in c]
+    if not secs:
+        return "<p>no connection counts (a real Toxiproxy keeps none; no witness records)</p>"
+    t0, t1 = min(secs), max(secs) + 1
+    top = max(max(c.values(), default=0) for _, c, _ in series) or 1
+
+    def x(t: float) -> float:
+        return LEFT + (t - t0) / max(t1 - t0, 1) * (W - LEFT - 10)
+
+    def y(n: float) -> float:
+        return H - BOTTOM - n / top * (H - BOTTOM - 10)
+
+    out = [f'<svg width="{W}" height="{H + 16 * len(series)}" class="fleet">']
+    for w in f.windows:
+        end = w.end if w.end is not None else t1
+        out.append(
+            f'<rect x="{x(w.start):.1f}" y="10" width="{max(x(end) - x(w.start), 1):.1f}" '
+            f'height="{H - BOTTOM - 10}" fill="#f2dede"><title>{escape(w.fault_id)}</title></rect>'
+        )
+    for i, (label, c, colour) in enumerate(series):
+        pts = " ".join(f"{x(s):.1f},{y(c.get(s, 0)):.1f}" for s in range(t0, t1))
+        out.append(f'<polyline fill="none" stroke="{colour}" points="{pts}"/>')
+        ly = H + 12 * (i + 1)
+        out.append(f'<line x1="{LEFT}" x2="{LEFT + 20}" y1="{ly - 3}" y2="{ly - 3}" stroke="{colour}"/>')
+        out.append(_axis_text(LEFT + 26, ly, label, "start"))
+    out.append(_axis_text(LEFT - 4, 14, f"{top}/s", "end"))
+    out.append(_axis_text(W - 10, H - 8, f"{t1 - t0} s", "end"))
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _details(f: FleetView) -> str:
+    back: dict[str, list[str]] = {}
+    for r in f.recoveries:
+        took = "never" if r.took_s is None else f"{r.took_s:.2f} s"
+        back.setdefault(r.agent, []).append(f"{escape(r.role)}: {took}")
+    rows = "".join(
+        f"<tr><td>{escape(a)}</td><td class='n'>{f.deliveries.get(a, 0)}</td>"
+        f"<td><small>{'; '.join(back.get(a, [])) or '-'}</small></td></tr>"
+        for a in f.members
+    )
+    return (
+        f"<details><summary>Per agent ({len(f.members)})</summary><table><tr><th>agent</th>"
+        f"<th>deliveries</th><th>recovery per role (after the fault began)</th></tr>{rows}</table>"
+        "</details>"
+    )
