@@ -29,7 +29,19 @@ MANIFEST = "manifest.json"
 VERSION = 1
 #: summary.json keys the judge writes (harness/verdict/judge.py `_write`): not sealed
 JUDGE_KEYS = frozenset(
-    {"verdict", "broken", "reported", "gates", "checks", "scenario", "gate", "warnings", "blame", "note"}
+    {
+        "verdict",
+        "broken",
+        "reported",
+        "gates",
+        "checks",
+        "scenario",
+        "gate",
+        "warnings",
+        "blame",
+        "contract",
+        "note",
+    }
 )
 SUMMARY = "analysis/summary.json"
 PARQUET = "analysis/messages.parquet"

@@ -27,7 +27,13 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#1
 MAX_MARKERS = 1500  # per anomaly kind drawn on the timeline
 MAX_BINS = 2000  # rate bins on the timeline (a bin is 1 s, or wider for a longer run)
 ANOMALY_COLOURS = {"lost": "#d62728", "duplicated": "#ff9f1c", "dropped": "#7f7f7f", "missed": "#a50f15"}
-BLAME_COLOURS = {"agent": "#1f77b4", "broker": "#9467bd", "fault": "#8c564b", "unknown": "#bbbbbb"}
+BLAME_COLOURS = {
+    "agent": "#1f77b4",
+    "broker": "#9467bd",
+    "fault": "#8c564b",
+    "unknown": "#bbbbbb",
+    "allowed": "#2ca02c",  # what the contract allows (harness/verdict/blame.py ALLOWED)
+}
 
 
 class ReportError(RuntimeError):

@@ -109,3 +109,20 @@ def test_stomp_network_losses_blamed_on_broker(reports_root, backend_kind, scena
     agent_gate = judge(res.run_dir, gate="agent")
     assert agent_gate.check("at_least_once").status == "pass", agent_gate.message()
     assert judge(res.run_dir).verdict == "fail"  # the default gate counts every anomaly (and is kept)
+
+
+def test_duplicates_allowed_apart_from_broken(reports_root, backend_kind, scenario_record):
+    """At-least-once allows a redelivery; a resend after the ack breaks a promise. summary.json
+    `contract`, the report and the failure message keep the two apart (issue 35)."""
+    sc = catalog.with_changes("masterslave", count=60)
+    res = _run(sc, "resend_acked", reports_root, backend_kind, scenario_record)
+    rows = [r for r in blame_rows(res.run_dir) if r["status"] == "duplicated"]
+    assert rows, f"resend_acked duplicated nothing: {res.run_dir}"
+    assert {r["blame"] for r in rows} <= {"agent", "allowed"}, rows  # never `broker` at QoS 1
+    contract = res.summary["contract"]
+    agent = sum(r["blame"] == "agent" for r in rows)
+    assert agent and contract["breaks"]["duplicated"] == agent, contract
+    assert contract["allowed"]["duplicated"] == len(rows) - agent, contract
+    assert "Allowed by the contract" in (res.run_dir / "report.html").read_text()
+    msg = res.verdict.message()
+    assert f"duplicated agent={agent}" in msg and "duplicated broker" not in msg, msg

@@ -8,7 +8,10 @@
   across a network, a store that lost it); a duplicate the publisher sent once (a redelivery);
 - `agent`: it held no subscription then and never resubscribed durably (or did so with a clean
   session); a duplicate the publisher sent again after its ack;
-- `unknown`: the observer could not see the member then (an observer gap).
+- `unknown`: the observer could not see the member then (an observer gap);
+- `allowed`: what the contract allows, no broken promise: a duplicate published once and redelivered
+  on an at-least-once subscription (QoS ≥ 1), as a broker does with what was in flight at a
+  failover. Every other blame is an anomaly that breaks a promise (summary.json `contract`).
 
 The rows go to analysis/blame.parquet (keyed like messages.parquet: msg_id, subscriber,
 subscription), the counts to summary.json `blame`. messages.parquet (the Spark output) is read for
@@ -29,7 +32,8 @@ from harness.verdict.witness import line_of
 from harness.witness import events as ev
 
 CLASSES = ("lost", "missed", "duplicated")
-BLAMES = ("agent", "broker", "fault", "unknown")
+BLAMES = ("agent", "broker", "fault", "unknown", "allowed")
+ALLOWED = "allowed"  # the one blame that breaks nothing (at-least-once allows redeliveries)
 CUT_FAULTS = logged_names("cuts")  # black hole, link down, isolation (harness/faultkinds.py)
 BLAME_FILE = "blame.parquet"  # under RUN_DIR/analysis/
 
@@ -87,19 +91,37 @@ def assign(v: RunView) -> list[Blamed]:
         t = r.get("ack_ts") or r.get("first_attempt_ts")
         key = (str(r.get("subscriber")), str(r.get("subscription")))
         if status == "duplicated":
-            blame, lines = _duplicate(sends.get(str(r["msg_id"]), []))
+            blame, lines = _duplicate(sends.get(str(r["msg_id"]), []), _qos(v, key), _failover(v, t))
         else:
             blame, lines = _missing(v, r, t, by_sub.get(key, []), str(r["msg_id"]) in delivered, sends)
         out.append(Blamed(str(r["msg_id"]), key[0], key[1], status, blame, t, lines))
     return out
 
 
-def _duplicate(sends: list[dict[str, Any]]) -> tuple[str, list[str]]:
+def _duplicate(sends: list[dict[str, Any]], qos: int = 1, failover: str = "") -> tuple[str, list[str]]:
     acked = [s["ts"] for s in sends if s.get("event") == "sent"]
     again = [s for s in sends if acked and s.get("event") == "send_attempt" and s["ts"] > min(acked)]
     if len(acked) > 1 or again:
         return "agent", [f"the publisher sent it again after its ack at {min(acked):.3f}"]
-    return "broker", ["published once, delivered more than once (a redelivery)"]
+    if qos >= 1:
+        return ALLOWED, [
+            f"published once, redelivered on a QoS {qos} subscription{failover}: at-least-once allows it"
+        ]
+    return "broker", ["published once, delivered more than once on a QoS 0 (at-most-once) subscription"]
+
+
+def _qos(v: RunView, key: tuple[str, str]) -> int:
+    """The QoS the workload asks of a subscription (the contract, whatever the agent used)."""
+    wl = (v.agents.get(key[0]) or {}).get("workload") or {}
+    for s in wl.get("subscriptions") or []:
+        if isinstance(s, dict) and str(s.get("topic")) == key[1]:
+            return int(s.get("qos", 1) or 0)
+    return 1
+
+
+def _failover(v: RunView, t: float | None) -> str:
+    near = [w.fault_id for w in v.faults if t is not None and w.covers(t, 1.0, 10.0)]
+    return f" at a failover ({near[0]})" if near else ""
 
 
 def _missing(
@@ -171,6 +193,17 @@ def _bridge_lines(v: RunView, pub: str | None, sub: str | None, t: float) -> lis
 def counts(rows: list[Blamed]) -> dict[str, dict[str, int]]:
     c = Counter((b.status, b.blame) for b in rows)
     return {s: {b: c[(s, b)] for b in BLAMES} for s in CLASSES}
+
+
+def contract(rows: list[Blamed]) -> dict[str, dict[str, int]]:
+    """summary.json `contract`: per class, the anomalies the contract allows and those that break it."""
+    return {
+        kind: {
+            s: sum(1 for b in rows if b.status == s and (b.blame == ALLOWED) == (kind == "allowed"))
+            for s in CLASSES
+        }
+        for kind in ("allowed", "breaks")
+    }
 
 
 def write(v: RunView, rows: list[Blamed]) -> Path:

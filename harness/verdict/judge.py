@@ -50,6 +50,8 @@ class Verdict:
     gate: str = "all"  # the gate policy (GATE_POLICIES)
     warnings: list[str] = field(default_factory=list)  # broker findings under `--gate agent`
     blame: dict[str, dict[str, int]] = field(default_factory=dict)  # class -> blame -> count
+    #: allowed|breaks -> class -> count: what the contract allows apart from what breaks it
+    contract: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -80,6 +82,8 @@ class Verdict:
             lines.append(f"  {tag} {c.promise}: {c.count} — {c.detail}{where}; e.g. {ev}")
         if blamed := self.blame_line():
             lines.append(f"  blame: {blamed}")
+        if allowed := self.allowed_line():
+            lines.append(f"  allowed by the contract (no promise broken): {allowed}")
         lines.append(f"  run folder: {self.run_dir}")
         return "\n".join(lines)
 
@@ -88,7 +92,7 @@ class Verdict:
         the policy that gates only the agent's when the agent is blamed for none of them."""
         parts = []
         for status, by in self.blame.items():
-            named = [f"{who}={n}" for who, n in by.items() if n]
+            named = [f"{who}={n}" for who, n in by.items() if n and who != blaming.ALLOWED]
             if named:
                 parts.append(f"{status} {' '.join(named)}")
         if not parts:
@@ -97,6 +101,13 @@ class Verdict:
         if self.gate == "all" and not any(by.get("agent") for by in self.blame.values()):
             text += " (none on the agent: `--gate agent` gates only the agent's)"
         return text
+
+    def allowed_line(self) -> str:
+        """e.g. "duplicated=2 (redeliveries on at-least-once subscriptions)"; "" when none."""
+        n = {s: k for s, k in (self.contract.get("allowed") or {}).items() if k}
+        if not n:
+            return ""
+        return " ".join(f"{s}={k}" for s, k in n.items()) + " (redeliveries on at-least-once subscriptions)"
 
 
 def _evidence_line(e: dict[str, Any]) -> str:
@@ -229,6 +240,7 @@ def judge(
         gate,
         warnings,
         blaming.counts(blamed),
+        blaming.contract(blamed),
     )
     try:  # written only now that every check is done: blame.parquet, then summary.json
         if blamed:
@@ -271,6 +283,7 @@ def _write(v: RunView, verdict: Verdict) -> None:
         gate=verdict.gate,
         warnings=[c.to_dict() for c in verdict.checks if c.promise in verdict.warnings],
         blame=verdict.blame,
+        contract=verdict.contract,
     )
     if verdict.note:
         summary["note"] = verdict.note

@@ -243,3 +243,20 @@ def test_failure_message_says_whose_fault_the_anomalies_are(tmp_path: Path):
     mixed = Verdict("fail", [], [], tmp_path, blame={"lost": {**counts, "agent": 3, "unknown": 1}})
     assert mixed.blame_line() == "lost agent=3 broker=1 unknown=1"  # no hint: the agent is blamed
     assert Verdict("pass", [], [], tmp_path, blame={"lost": dict.fromkeys(counts, 0)}).blame_line() == ""
+
+
+def test_allowed_duplicates_apart_from_broken_promises(tmp_path: Path):
+    """QoS 1 redeliveries are what at-least-once allows: never a blame, their own line."""
+    none = dict.fromkeys(("agent", "broker", "fault", "unknown", "allowed"), 0)
+    contract = {
+        "allowed": {"lost": 0, "missed": 0, "duplicated": 3},
+        "breaks": {"lost": 0, "missed": 0, "duplicated": 1},
+    }
+    v = Verdict(
+        "fail", [], [], tmp_path, blame={"duplicated": {**none, "allowed": 3, "agent": 1}}, contract=contract
+    )
+    assert v.blame_line() == "duplicated agent=1"
+    msg = v.message()
+    assert "allowed by the contract (no promise broken): duplicated=3" in msg, msg
+    only_allowed = Verdict("pass", [], [], tmp_path, blame={"duplicated": {**none, "allowed": 2}})
+    assert only_allowed.blame_line() == ""

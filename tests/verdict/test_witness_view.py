@@ -88,7 +88,9 @@ def test_link_stolen_found_by_client_id():
 
 def test_duplicate_blame():
     once = [{"event": "send_attempt", "ts": 1.0}, {"event": "sent", "ts": 1.1}]
-    assert _duplicate(once)[0] == "broker"
+    blame, lines = _duplicate(once, qos=1, failover=" at a failover (kill-1)")
+    assert blame == "allowed" and "at-least-once allows it" in lines[0] and "kill-1" in lines[0]
+    assert _duplicate(once, qos=0)[0] == "broker"  # at-most-once allows no duplicate
     again = [*once, {"event": "send_attempt", "ts": 2.0}, {"event": "sent", "ts": 2.1}]
     assert _duplicate(again)[0] == "agent"
 
