@@ -42,8 +42,11 @@ def test_every_entry_builds_on_its_topology(name: str, tmp_path: Path) -> None:
     assert run.schedule.settle_s == sc.settle_s and len(run.schedule.steps) == len(sc.steps)
     specs = run.agents(_env(tmp_path, topology))
     assert specs and all(s.conf["mb.urls"] for s in specs)
+    if sc.agents == "fleet":  # the entry's count is each controller's; the agents add their status
+        specs = [s for s in specs if s.name.startswith("ctl-pub-")]
+        assert len({s.name for s in run.agents(_env(tmp_path, topology))}) > sc.fleet
     published = sum(p["count"] for s in specs for p in s.workload.get("publications", []))
-    assert published == sc.count
+    assert published == sc.count * (len(specs) if sc.agents == "fleet" else 1)
 
 
 def test_entries_name_what_they_need(tmp_path: Path) -> None:

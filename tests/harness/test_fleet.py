@@ -1,0 +1,43 @@
+"""The fleet workload's shape and the storm's arithmetic (no brokers: the figures themselves)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from harness.fleet import FleetShape, fleet_factory, is_member
+from harness.verdict.checks.fleetview import _peak, percentile
+
+
+class _Env:
+    """What fleet_factory reads of a running environment: the group's client URLs."""
+
+    def mb_urls(self, connector: str = "mqtt", group: str | None = None) -> list[str]:
+        return ["127.0.0.1:1", "127.0.0.1:2"]
+
+
+def test_fleet_is_fan_out_and_fan_in_in_stages() -> None:
+    specs = fleet_factory(["pair"], FleetShape(3, instance_topics=True))(_Env())
+    by = {s.name: s for s in specs}
+    members = [s for s in specs if is_member(s.name)]
+    assert [s.name for s in members] == ["fleet-pair-001", "fleet-pair-002", "fleet-pair-003"]
+    assert by["ctl-sub-pair"].stage == 0 and all(s.stage == 1 for s in members)
+    assert not by["ctl-pub-pair"].workload["subscriptions"]  # starts once every subscription exists
+    topics: Any = [p["topic"] for p in by["ctl-pub-pair"].workload["publications"]]
+    assert topics[0] == "topology/pair/TopologyEvent" and len(topics) == 4  # + 3 instance topics
+    for m in members:
+        subs = [s["topic"] for s in m.workload["subscriptions"]]
+        assert subs[0] == "topology/pair/#" and subs[1].startswith("instance/notifier/pair/")
+        assert m.workload["publications"][0]["topic"].startswith("instance/status/pair/")
+
+
+def test_storm_peak_is_the_busiest_window() -> None:
+    c = Counter({10: 5, 11: 5, 25: 30, 26: 1, 40: 2})
+    assert _peak(c, 10) == (31.0, 2.5)  # buckets 25..34 of 0.1 s
+    assert _peak(c, 20) == (41.0, 1.0)  # 10..29 holds both bursts
+    assert _peak(Counter(), 10) == (0.0, 0.0)
+
+
+def test_percentile_nearest_rank() -> None:
+    xs = [float(x) for x in range(1, 101)]
+    assert (percentile(xs, 50), percentile(xs, 95), percentile(xs, 100)) == (50.0, 95.0, 100.0)
