@@ -109,6 +109,23 @@ def _label(agents: list[AgentProcess]) -> str:
     return agents[0].spec.name if len(agents) == 1 else f"{len(agents)} agents"
 
 
+PUBLISH_WAIT_S = 30.0
+
+
+def _wait_publishing(agents: list[AgentProcess], timeout: float) -> list[str]:
+    """Wait until every agent with publications made its first attempt; return those that did
+    not (an observation: an agent that cannot publish is the verdict's finding, not an error)."""
+    deadline = time.monotonic() + timeout
+    late = []
+    for a in agents:
+        if _total(a) and not a.wait_for(
+            lambda x: x.counts["send_attempt"] + x.counts["sent"] + x.counts["dropped"] > 0,
+            max(0.0, deadline - time.monotonic()),
+        ):
+            late.append(a.spec.name)
+    return late
+
+
 def _drive(
     agents: list[AgentProcess], timeout: float, show: bool, faults_over: Callable[[], bool], stall_s: float
 ) -> bool:
@@ -222,9 +239,12 @@ def execute(
     warmup_s: float = 0.0,
     scenario: dict[str, Any] | None = None,
     subscribe_wait_s: float = 60.0,
+    wait_traffic: bool = False,
 ) -> RunResult:
     """Run, reconcile and judge. `scenario` ({name, gates, params}) goes to run.json, so a re-judge
-    from disk gates the same promises with the same bounds."""
+    from disk gates the same promises with the same bounds. `wait_traffic`: the schedule starts
+    once every publisher made its first attempt (else when they are launched: a step at 0 s is a
+    fault at start-up)."""
     t_start = time.monotonic()
     run_id, run_dir = new_run_dir(reports, label)
     result = RunResult(run_id, run_dir)
@@ -265,6 +285,9 @@ def execute(
                 time.sleep(warmup_s)
                 procs += [launch(s) for s in specs if s not in subscribers]
             phase.mark("subscribe")
+            if wait_traffic:  # the schedule's clock starts with the traffic, so its faults land
+                # mid-traffic on a loaded machine too (an agent's start-up can take seconds there)
+                obs["not_publishing"] = _wait_publishing(procs, timeout=PUBLISH_WAIT_S)
             nemesis = Nemesis(env.faults, schedule)
             nemesis.start()
             budget = max(

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from harness import procs
 from harness.catalog import POLICY
 from harness.coverage import workload
 from harness.coverage.rows import FAULTS, Row, rows_for
@@ -82,11 +85,11 @@ def _run_row(
     from harness.verdict import DEFAULT_GATES
 
     params: dict[str, Any] = {**row.params, "paths": paths}
+    if fleet and fleet > 1:
+        params.update(fleet=fleet, subscribe_wait_s=180, connect_bound_s=60.0)
     if opts.get("gate") and opts["gate"] != "all":
         params["gate"] = opts["gate"]
     record = {"name": f"validate:{row.key}", "what": row.what, "gates": list(DEFAULT_GATES), "params": params}
-    if fleet and fleet > 1:
-        params.update(fleet=fleet, subscribe_wait_s=180, connect_bound_s=60.0)
     result = execute(
         topology,
         factory,
@@ -98,10 +101,11 @@ def _run_row(
         show_progress=False,
         warmup_s=NETWORK_WARMUP_S if topology.bridges else 0.0,
         scenario=record,
+        wait_traffic=True,  # every row's faults land mid-traffic
+        subscribe_wait_s=float(params.get("subscribe_wait_s", 60)),
     )
     return result.run_dir
 
-        subscribe_wait_s=float(params.get("subscribe_wait_s", 60)),
 
 def run_coverage(
     topology: Topology,
@@ -114,10 +118,10 @@ def run_coverage(
     gate: str | None = None,
     budget_s: float | None = None,
     parallel: int | None = None,
+    fleet: int | None = None,
 ) -> Coverage:
     """Run `rows` (baseline first), at most `parallel` at once; a row is not started when the
     budget would end before it (the rows left are reported as not run)."""
-    fleet: int | None = None,
     t0 = time.monotonic()
     preds = predict(topology)
     paths = workload.measured(preds)
@@ -150,7 +154,10 @@ def run_coverage(
 
     pending = list(rows)
     running: set[Future[None]] = set()
-    with ThreadPoolExecutor(max_workers=par, thread_name_prefix="cover") as pool:
+    with (
+        ThreadPoolExecutor(max_workers=par, thread_name_prefix="cover") as pool,
+        _stop_all_on_interrupt(pool),
+    ):
         while pending or running:
             while pending and len(running) < par:
                 estimate = max(walls) if walls else FIRST_ESTIMATE_S
@@ -172,6 +179,18 @@ def run_coverage(
     return Coverage(topology, preds, [results[r.key] for r in rows], time.monotonic() - t0, budget_s, par)
 
 
+@contextmanager
+def _stop_all_on_interrupt(pool: ThreadPoolExecutor) -> Iterator[None]:
+    """Ctrl-C: start no more rows and kill every child (brokers, proxy, agents), so the rows that
+    run end now instead of after their traffic; their environments still tear down."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        procs.kill_all()
+        raise
+
+
 def run_row(
     topology: Topology,
     row: Row,
@@ -181,6 +200,7 @@ def run_row(
     reports: Path = Path("reports"),
     backend: str = "local",
     gate: str | None = None,
+    fleet: int | None = None,
 ) -> RowResult:
     """One row on its own, run, reconciled and judged (the pytest plugin's `--bfh-topology` items)."""
     paths = workload.measured(predict(topology))
@@ -205,7 +225,6 @@ def _judge(ran: list[RowResult]) -> None:
     verdicts = finish([r.run_dir for r in ran if r.run_dir is not None], policy=POLICY)
     for r, v in zip(ran, verdicts, strict=True):
         r.verdict = v.verdict
-    fleet: int | None = None,
         r.broken = list(v.broken)
         r.reasons = [ln.strip() for ln in v.message().splitlines()[1:-1]] if v.verdict == "fail" else []
         view = RunView.load(v.run_dir)
