@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import signal
 import sys
 from collections.abc import Callable
@@ -50,6 +51,7 @@ EXAMPLES = {
 
 GATE_HELP = "all (default): every anomaly fails; agent: only those blamed on the agent (broker findings warn)"
 FLEET_HELP = "N agents per group (a fleet: docs/fleet.md)"
+ROUNDS_HELP = "run N times, the seed +1 each round; failures of N and the 95%% upper bound (docs/verdict.md)"
 
 
 def _positive(kind: Callable[[str], float]) -> Callable[[str], Any]:
@@ -104,9 +106,58 @@ def _run(args: argparse.Namespace) -> int:
         topology, agents, schedule, label="run", reports=Path(args.reports), backend=args.backend
     )
     assert result.summary is not None and result.verdict is not None
+    _note(args, "run", result.verdict.verdict, result.run_dir, result.verdict.message("run"))
     print_summary(result.summary)
     err.print(f"run folder: {result.run_dir}")
     return _exit_code(result.verdict.verdict)
+
+
+def _note(args: argparse.Namespace, name: str, verdict: str, run_dir: Any, message: str) -> None:
+    """One judged run of this command, for --rounds (harness/rounds.py)."""
+    if isinstance(getattr(args, "outcomes", None), list):
+        args.outcomes.append((name, verdict, Path(run_dir) if run_dir else None, message))
+
+
+def _rounds(args: argparse.Namespace, once: Callable[[argparse.Namespace], int]) -> int:
+    """--rounds N: the command N times (seed +1 each round), tallied per scenario or fault row;
+    exit 1 when a round failed, 2 when one could not run."""
+    import contextlib
+
+    from harness.rounds import Round, Tally, write_json
+
+    n = getattr(args, "rounds", 1)
+    if n == 1:
+        return once(args)
+    base, worst = args.seed, 0
+    tallies: dict[str, Tally] = {}
+    for i in range(n):
+        args.seed, args.outcomes = base + i, []
+        err.rule(f"[bold]round {i + 1}/{n}[/] (seed {args.seed})")
+        with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+            worst = max(worst, 2 if once(args) == 2 else 0)
+        for name, verdict, run_dir, message in args.outcomes:
+            replay = " ".join(["bfh", *_without_rounds(sys.argv[1:]), "--seed", str(args.seed)])
+            tallies.setdefault(name, Tally(name)).rounds.append(Round(i, verdict, run_dir, replay, message))
+    out = write_json(list(tallies.values()), Path(args.reports))
+    if args.json:
+        print(json.dumps([t.to_dict() for t in tallies.values()], indent=2))
+    for t in tallies.values():
+        err.print(escape(t.message() if t.failures else t.line()), soft_wrap=True, highlight=False)
+    err.print(f"rounds: {out}")
+    return worst or (1 if any(t.failures for t in tallies.values()) else 0)
+
+
+def _without_rounds(argv: list[str]) -> list[str]:
+    """The command line without --rounds/--seed (the replay gives the round's own seed)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("--rounds", "--seed"):
+            skip = True
+        elif not a.startswith(("--rounds=", "--seed=")):
+            out.append(shlex.quote(a))
+    return out
 
 
 def _exit_code(verdict: str) -> int:
@@ -142,6 +193,7 @@ def _run_scenario(args: argparse.Namespace) -> int:
         gate=args.gate,
         fleet=args.fleet,
     )
+    _note(args, args.scenario, out.verdict, out.result.run_dir, "\n".join(out.reasons))
     row = {
         "scenario": args.scenario,
         **headline(out.result.summary or {}),
@@ -186,6 +238,8 @@ def _validate(args: argparse.Namespace) -> int:
         junitxml=Path(args.junitxml) if args.junitxml else None,
         fleet=args.fleet,
     )
+    for r in out.matrix["rows"]:
+        _note(args, r["key"], r["verdict"], r["run_dir"], "\n".join(r.get("reasons") or []))
     if args.json:
         print(json.dumps({**out.matrix, "index": str(out.index)}, indent=2, default=str))
     else:
@@ -239,6 +293,8 @@ def _validate_scenarios(args: argparse.Namespace, topology: Any) -> int:
         gate=args.gate,
         fleet=args.fleet,
     )
+    for r in v.rows:
+        _note(args, r["name"], r["verdict"], r["run_dir"], "\n".join(r.get("reasons") or []))
     if args.json:
         print(
             json.dumps(
@@ -542,6 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--reports", default="reports")
     r.add_argument("--gate", default=None, choices=["all", "agent"], help=GATE_HELP)
     r.add_argument("--fleet", type=_positive(int), default=None, help=FLEET_HELP)
+    r.add_argument("--rounds", type=_positive(int), default=1, help=ROUNDS_HELP)
 
     sub.add_parser("reconcile", help="run the PySpark reconciliation on RUN_DIR (see --help)", add_help=False)
     sub.add_parser("fault-proxy", help="run the Toxiproxy-compatible fault proxy server", add_help=False)
@@ -570,6 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     v.add_argument("--gate", default=None, choices=["all", "agent"], help=GATE_HELP)
     v.add_argument("--fleet", type=_positive(int), default=None, help=FLEET_HELP)
+    v.add_argument("--rounds", type=_positive(int), default=1, help=ROUNDS_HELP + " (each row N times)")
 
     u = add("up", "bring a topology up for manual poking (detached; `bfh down` stops it)")
     u.add_argument("topology", help="topology file or built-in name")
@@ -676,20 +734,20 @@ def main(argv: list[str] | None = None) -> int:
                 print("\n".join(f"{x['name']:18} {x['what']}" for x in describe()))
                 return 0
             if args.scenario:
-                return _run_scenario(args)
+                return _rounds(args, _run_scenario)
             if not args.schedule:
                 err.print("[red]error:[/] give a scenario name or --schedule FILE (see bfh run --help)")
                 return 2
             if args.fleet:
                 err.print("[red]error:[/] --fleet needs a scenario name (e.g. bfh run fleet-masterslave)")
                 return 2
-            return _run(args)
+            return _rounds(args, _run)
         if args.cmd == "images":
             return _images(args)
         if args.cmd == "compose":
             return _compose(args)
         handlers = {
-            "validate": _validate,
+            "validate": lambda a: _rounds(a, _validate),
             "up": _up,
             "down": _down,
             "status": _status,

@@ -113,6 +113,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "Stratos-shaped (docs/fleet.md); with --bfh-topology, N subscribers per group",
     )
     g.addoption(
+        "--bfh-rounds",
+        dest="bfh_rounds",
+        type=int,
+        default=1,
+        help="run each catalog scenario N times (another seed each round); report failures of N and "
+        "the 95 %% upper bound on the failure probability (JUnit properties, reports/rounds-*.json)",
+    )
+    g.addoption(
         "--bfh-agent-protocol",
         "--agent-protocol",
         dest="bfh_agent_protocol",
@@ -255,6 +263,15 @@ def agent_cmd(request: pytest.FixtureRequest) -> str | None:
 
         COMMAND_PROTOCOLS[cmd] = protocol
     return cmd
+
+
+@pytest.fixture(scope="session")
+def bfh_rounds(request: pytest.FixtureRequest) -> int:
+    """--bfh-rounds: how many times each catalog scenario runs (harness.rounds)."""
+    n = int(request.config.getoption("bfh_rounds"))
+    if n < 1:
+        raise pytest.UsageError(f"--bfh-rounds must be at least 1, not {n}")
+    return n
 
 
 @pytest.fixture
@@ -405,7 +422,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         caption="time (s): brokers_up subscribe traffic faults_heal settle agents_stop teardown "
         "reconcile judge report",
     )
-    cols = (
+    cols: tuple[str, ...] = (
         "test",
         "verdict",
         "broken",
@@ -417,6 +434,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         "time",
         "run_dir",
     )
+    if any("rounds" in r for r in _RESULTS):  # --bfh-rounds: failures of N, 95 % bound
+        cols = (*cols[:3], "rounds", "failures", "failure_p_upper95", *cols[3:])
+        _write_rounds(Path(terminalreporter.config.getoption("bfh_reports")).resolve())
     for col in cols:
         t.add_column(col)
     for r in _RESULTS:  # escaped: "test_scenario[masterslave]" is not rich markup
@@ -427,6 +447,18 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     index = _session_index(Path(terminalreporter.config.getoption("bfh_reports")).resolve())
     if index is not None:
         terminalreporter.write_line(f"scenario reports: {index}")
+
+
+def _write_rounds(root: Path) -> None:
+    """reports/rounds-<time>.json: per scenario, the rounds, failures and the 95 % bound."""
+    import json
+    import time
+
+    keys = ("rounds", "failures", "failure_p_upper95", "first_failing_run", "replay", "run_dir")
+    rows = [{"test": r["test"], **{k: r[k] for k in keys if k in r}} for r in _RESULTS if "rounds" in r]
+    with contextlib.suppress(OSError):
+        root.mkdir(parents=True, exist_ok=True)
+        (root / f"rounds-{time.strftime('%Y%m%d-%H%M%S')}.json").write_text(json.dumps(rows, indent=2) + "\n")
 
 
 def _session_index(root: Path) -> Path | None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 
+from harness import rounds
 from harness.agents import agent_factory
 from harness.catalog import POLICY
 from harness.runner import execute
@@ -22,7 +23,7 @@ PAIR = builtin_topology("pair")
 TIMEOUT_S = 6  # publisher timeout: long outages must produce explained drops
 
 
-def check_property(schedule, reports_root, backend, agent_cmd) -> None:
+def check_property(schedule, reports_root, backend, agent_cmd, seen: list | None = None) -> None:
     """The verdict of every promise (harness.verdict), as for a catalog entry."""
     path = save_schedule(schedule, reports_root / "schedules")
     replay = f"replay: bfh run --topology pair --schedule {path} --publisher-timeout {TIMEOUT_S} --count 160"
@@ -37,6 +38,8 @@ def check_property(schedule, reports_root, backend, agent_cmd) -> None:
         policy=POLICY,
         scenario={"name": "generated-chaos", "gates": list(DEFAULT_GATES), "params": {}},
     )
+    if seen is not None:  # --bfh-rounds: the failing example's run folder and replay command
+        seen.append((r.run_dir, replay.removeprefix("replay: ")))
     assert r.verdict is not None, f"not judged; {replay}"
     assert r.verdict.verdict != "fail", r.verdict.message(f"generated chaos; {replay}")
 
@@ -49,25 +52,43 @@ BUDGET_S = float(os.environ.get("BFH_CHAOS_BUDGET_S", "240"))
 @pytest.mark.broker
 @pytest.mark.spark
 @pytest.mark.slow
-def test_generated_chaos_pair(reports_root, backend_kind, agent_cmd):
+def test_generated_chaos_pair(reports_root, backend_kind, agent_cmd, bfh_rounds, record_property):
     """Promise: under generated schedules of kills, stops, pauses, restarts and link faults on a pair,
-    every promise holds (the same checkers as the catalog)."""
-    budget = Budget(BUDGET_S)
+    every promise holds (the same checkers as the catalog). --bfh-rounds N: N rounds, the first
+    derandomized, the others with Hypothesis seeds 1..N-1 (other schedules)."""
+    budget = Budget(BUDGET_S * bfh_rounds)
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(schedules())
-    def prop(schedule):
-        if budget.spent():  # a passing example: shrinking stops at the smallest failure found so far
-            return
-        check_property(schedule, reports_root, backend_kind, agent_cmd)
+    def one(i: int) -> rounds.Round:
+        seen: list = []
 
-    prop()
+        @settings(
+            max_examples=EXAMPLES,
+            deadline=None,
+            derandomize=i == 0,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(schedules())
+        @seed(i)
+        def prop(schedule):
+            if budget.spent():  # a passing example: shrinking stops at the smallest failure found so far
+                return
+            check_property(schedule, reports_root, backend_kind, agent_cmd, seen if bfh_rounds > 1 else None)
+
+        if bfh_rounds == 1:
+            prop()
+            return rounds.Round(i, "pass", None)
+        try:
+            prop()
+        except AssertionError as e:
+            run_dir, replay = seen[-1] if seen else (None, "")
+            return rounds.Round(i, "fail", run_dir, replay, str(e))
+        return rounds.Round(i, "pass", seen[-1][0] if seen else None)
+
+    tally = rounds.repeat("generated-chaos", bfh_rounds, one)
+    for k, v in tally.properties():
+        record_property(k, v)
+    assert not tally.failures, tally.message()
 
 
 @pytest.mark.soak

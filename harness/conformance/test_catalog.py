@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness import catalog
+from harness import catalog, rounds
 from harness.verdict import Verdict, judge
 
 
@@ -44,8 +44,12 @@ def _params() -> list[Any]:
 
 
 @pytest.mark.parametrize("entry", _params())
-def test_scenario(entry, reports_root, backend_kind, agent_cmd, scenario_record):
-    """Promise: the entry's `what`, judged by every gated checker."""
+def test_scenario(entry, reports_root, backend_kind, agent_cmd, scenario_record, bfh_rounds, record_property):
+    """Promise: the entry's `what`, judged by every gated checker (--bfh-rounds N: in N rounds)."""
+    if bfh_rounds > 1:
+        return _in_rounds(
+            entry, bfh_rounds, reports_root, backend_kind, agent_cmd, scenario_record, record_property
+        )
     out = catalog.run(
         entry,
         catalog.topology_named(entry.topology),
@@ -58,3 +62,35 @@ def test_scenario(entry, reports_root, backend_kind, agent_cmd, scenario_record)
     v = assert_verdict(out.result, f"{entry.name}: {entry.what}")
     if v.verdict == "n/a":
         pytest.skip(f"not applicable to this agent: {v.note}")
+
+
+def _in_rounds(entry, n, reports_root, backend_kind, agent_cmd, scenario_record, record_property) -> None:
+    """N rounds of the entry, another seed each; failures of N and the 95 % bound as properties;
+    the first failing round's run folder and replay command head the failure message."""
+    results: list[Any] = []
+
+    def one(i: int) -> rounds.Round:
+        seed = entry.seed + i
+        out = catalog.run(
+            entry,
+            catalog.topology_named(entry.topology),
+            seed=seed,
+            agent_cmd=agent_cmd,
+            reports=reports_root,
+            backend=backend_kind,
+            show_progress=False,
+            label=f"{entry.name}-r{i + 1}",
+        )
+        results.append(out.result)
+        v = out.result.verdict
+        verdict = v.verdict if v is not None else "error"
+        replay = rounds.replay_command(entry.name, seed, agent_cmd, entry.topology)
+        return rounds.Round(i, verdict, out.result.run_dir, replay, v.message(entry.name) if v else "")
+
+    tally = rounds.repeat(entry_id(entry), n, one)
+    first = tally.first_failure
+    scenario_record(results[first.index] if first else results[-1])
+    for k, val in tally.properties():
+        record_property(k, val)
+    print(tally.line())
+    assert not tally.failures, tally.message()
