@@ -131,6 +131,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def _fleet_unasked(config: pytest.Config, entry: Any) -> bool:
+    """Fleet entries run only when asked (`-k fleet`, `-m fleet`, --bfh-fleet, --bfh-scenarios):
+    `-k masterslave` also matches `fleet-masterslave`, and the gate must not grow."""
+    asked = f"{config.getoption('keyword') or ''} {config.getoption('markexpr') or ''}"
+    return "fleet" in entry.tags and "fleet" not in asked and not config.getoption("bfh_fleet")
+
+
 def _fleet_size(text: str) -> int:
     n = int(text)
     if n < 1:
@@ -233,7 +240,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         entry = item.callspec.params["entry"]  # type: ignore[attr-defined]
         key = item.callspec.id  # type: ignore[attr-defined]
-        if key in seen or (wanted and entry.name not in wanted):
+        if (
+            key in seen
+            or (wanted and entry.name not in wanted)
+            or (not wanted and _fleet_unasked(config, entry))
+        ):
             dropped.append(item)
             continue
         seen.add(key)
