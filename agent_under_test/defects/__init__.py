@@ -20,6 +20,7 @@ DEFECTS: dict[str, str] = {
     "naive_durable_reconnect": "durable MQTT CONNECTs without a probe: a thawed master steals their links",
     "never_resubscribes": "a subscription whose connection was lost never reconnects",
     "gives_up_first_pass": "the publisher gives up after its first failed pass over mb.urls",
+    "subscribed_on_send": "logs `subscribed` as it sends SUBSCRIBE (with CONNECT), before any answer",
     "lockstep_retry": "retries on every 0.1 s clock tick, no backoff or jitter: a fleet storms in lock-step",
     "combined": "QoS 0, clean sessions, timeout x1000, no connect timeout, slow liveness, early subscribed",
 }

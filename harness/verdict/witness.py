@@ -122,6 +122,15 @@ class BrokerView:
                 out += [r for a, b, r in spans if a <= ts < b]
         return out
 
+    def seen_between(self, broker: str, t0: float, t1: float, ids: set[str] | None, destination: str) -> bool:
+        """Whether the member had a consumer of it at some moment in [t0, t1] (the observer saw it)."""
+        return any(
+            a <= t1 and b >= t0
+            for (cid, dest), spans in self.member(broker).consumers.items()
+            if dest == destination and (ids is None or cid in ids)
+            for a, b, _ in spans
+        )
+
     def first_added(
         self, broker: str, after: float, ids: set[str] | None, destination: str
     ) -> dict[str, Any] | None:

@@ -206,9 +206,13 @@ public class Observer {
                         : clientOf.get(ci.getConsumerId().getConnectionId());
                 String[] rec = {client, dest(ci.getDestination()), ci.getSubscriptionName()};
                 consumers.put(id, rec);
+                // lag: the advisory's broker timestamp to its arrival here (one clock): the
+                // observer's latency, which widens consumer_confirmed's tolerance (issue 35)
+                double sent = am.getTimestamp() / 1000.0;
+                String lag = sent > 0 ? ",\"lag\":" + ts(Math.max(0.0, t - sent)) : "";
                 emit(head("consumer_added", t) + ",\"client_id\":" + q(rec[0]) + ",\"destination\":"
                         + q(rec[1]) + ",\"consumer_id\":" + q(id) + ",\"subscription\":" + q(rec[2])
-                        + ",\"network\":" + ci.isNetworkSubscription() + snap + "}");
+                        + ",\"network\":" + ci.isNetworkSubscription() + snap + lag + "}");
             } else if (ds instanceof ProducerInfo) {
                 ProducerInfo pi = (ProducerInfo) ds;
                 String id = pi.getProducerId().toString();

@@ -60,3 +60,10 @@ def test_first_failing_round_heads_the_message(tmp_path: Path):
         green.message()
         == "masterslave: 0 of 3 rounds failed; failure probability < 63.2 % (95 % upper bound)"
     )
+
+
+def test_replay_command_drops_rounds_and_seed():
+    from harness.cli import _without_rounds
+
+    argv = ["run", "pause-master", "--rounds", "5", "--seed=3", "--agent-cmd", "my agent {config}"]
+    assert _without_rounds(argv) == ["run", "pause-master", "--agent-cmd", "'my agent {config}'"]

@@ -150,3 +150,13 @@ def test_link_stealing_race_blamed_on_broker_with_the_steal(tmp_path: Path):
     assert blamed.blame == "broker", blamed
     assert blamed.evidence[0].startswith("a consumer existed on pair-1"), blamed.evidence
     assert any("Stealing link" in e for e in blamed.evidence[1:]), blamed.evidence
+
+
+def test_a_consumer_seen_within_the_tolerance_confirms_even_if_removed_at_once():
+    """Issue 35's false flags: a cut or a reset removing the consumer right after the SUBACK left
+    none at claim + tolerance; the consumer existed in the window, so the claim was confirmed."""
+    recs = [*BASE, _added(5.0), _e(5.4, "consumer_removed", client_id="c1", destination="t.>")]
+    w = BrokerView(recs, {})
+    assert w.seen_between("b1", 5.1, 7.1, {"c1"}, "t.>")
+    assert w.has_consumer("b1", 7.1, {"c1"}, "t.>") is False  # the old check's false flag
+    assert not w.seen_between("b1", 5.5, 7.5, {"c1"}, "t.>")

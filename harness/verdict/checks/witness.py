@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from harness.verdict.checks.base import Check, not_applicable, rounded, verdict_of
+from harness.verdict.checks.base import BROKER_OUTAGES, Check, not_applicable, rounded, verdict_of
 from harness.verdict.view import RunView
 from harness.verdict.witness import ABSENT_MIN_S, CLOCK_TOLERANCE_S, line_of
 from harness.witness.events import topic_destination
@@ -87,25 +87,61 @@ def _ev(life: Life, what: str, **kw: Any) -> dict[str, Any]:
     }
 
 
+def observer_lag(v: RunView) -> tuple[float, int]:
+    """(the largest, how many): the observer's latency this run, from each live consumer_added's
+    `lag` (the advisory's broker timestamp to its arrival; harness/witness/Observer.java)."""
+    lags = [float(r["lag"]) for r in v.broker_events if isinstance(r.get("lag"), int | float)]
+    return (max(lags, default=0.0), len(lags))
+
+
+def _at_fault_instant(v: RunView, member: str, t: float, tolerance: float) -> str | None:
+    """A fault that hit `member` within the tolerance of a claim: its evidence is unknown."""
+    for w in v.faults:
+        if w.fault in BROKER_OUTAGES and member in v.affected_brokers(w) and abs(w.start - t) <= tolerance:
+            return w.fault_id
+    return None
+
+
+def _frozen(v: RunView, member: str, t: float, tolerance: float) -> str | None:
+    """A paused (SIGSTOP) member confirms nothing: a claim naming it well inside the pause."""
+    for w in v.faults:
+        if w.fault == "pause" and member in v.affected_brokers(w):
+            end = w.end if w.end is not None else float("inf")
+            if w.start + tolerance < t < end:
+                return w.fault_id
+    return None
+
+
 def witnessed_subscriptions(v: RunView) -> tuple[list[dict[str, Any]], int, int]:
     """(violations, confirmed, unknown): each `subscribed` matched to a consumer on the member it
-    names no later than the record + CLOCK_TOLERANCE_S."""
+    names at some moment from the record to the record + the tolerance (CLOCK_TOLERANCE_S widened
+    by this run's observer lag). A consumer there then confirms it even if a cut or a kill removed
+    it at once (the false flags of issue 35); a fault on the member at the claim's instant leaves
+    it unknown; a claim naming a paused member inside its pause is a violation."""
     w = v.witness
     bad: list[dict[str, Any]] = []
     ok = unknown = 0
+    tolerance = CLOCK_TOLERANCE_S + observer_lag(v)[0]
     for life in lives(v):
         if life.member is None:
             unknown += 1
             continue
         ids, dest = sub_ids(v, life.agent, life.topic), topic_destination(life.topic)
-        at = life.start + CLOCK_TOLERANCE_S
-        has = w.has_consumer(life.member, at, ids, dest)
+        at = life.start + tolerance
+        if w.seen_between(life.member, life.start, at, ids, dest):
+            ok += 1
+            continue
+        frozen = _frozen(v, life.member, life.start, tolerance)
+        if frozen is None and _at_fault_instant(v, life.member, life.start, tolerance):
+            unknown += 1
+            continue
+        has = False if frozen else w.has_consumer(life.member, at, ids, dest)
         if has is None:
             unknown += 1
         elif has:
             ok += 1
         else:
-            why = w.down_reason(life.member, at)
+            why = f"paused ({frozen}): it could confirm nothing" if frozen else w.down_reason(life.member, at)
             later = w.first_added(life.member, life.start, ids, dest)
             seen = (
                 f"its first consumer came {float(later['ts']) - life.start:+.3f} s later"
@@ -117,7 +153,7 @@ def witnessed_subscriptions(v: RunView) -> tuple[list[dict[str, Any]], int, int]
                 _ev(
                     life,
                     f"subscribed {life.topic} at {rounded(life.start)} but {state} "
-                    f"(tolerance {CLOCK_TOLERANCE_S:g} s); {seen}",
+                    f"(tolerance {tolerance:.2f} s); {seen}",
                     lines=[line_of(later)] if later else [],
                 )
             )
@@ -203,6 +239,10 @@ def consumer_confirmed(v: RunView) -> Check:
             "consumer_confirmed", f"no claim the broker's view could judge ({unknown} unknown)"
         )
     c = verdict_of("consumer_confirmed", seen, "subscribed before the broker had the consumer", v.faults)
-    witness = f"broker witness: {ok} confirmed, {len(seen)} before the consumer, {unknown} unknown"
+    lag, n = observer_lag(v)
+    witness = (
+        f"broker witness: {ok} confirmed, {len(seen)} before the consumer, {unknown} unknown; "
+        f"observer lag up to {lag:.2f} s ({n} advisories), tolerance {CLOCK_TOLERANCE_S + lag:.2f} s"
+    )
     c.detail = f"{c.detail}; {witness}" if c.detail else witness
     return c
