@@ -198,16 +198,25 @@ def pytest_configure(config: pytest.Config) -> None:
     unknown = [n for n in _wanted(config) if n not in catalog.SCENARIOS]
     if unknown:
         raise pytest.UsageError(f"--bfh-scenarios: unknown {unknown}; known: {', '.join(catalog.SCENARIOS)}")
-    if config.getoption("bfh_topology"):
+    matrix = bool(config.getoption("bfh_topology"))
+    if matrix:
         _check_topology(config)
-        # only the matrix: the catalog comes too when asked for by name
-        if str(CATALOG_DIR / "test_topology.py") not in config.args:
-            config.args.append(str(CATALOG_DIR / "test_topology.py"))
-        if not (_wanted(config) or config.getoption("bfh_catalog")):
-            return
-    adds = config.getoption("bfh_agent_cmd") or _wanted(config) or config.getoption("bfh_catalog")
-    if adds and str(CATALOG_DIR / "test_catalog.py") not in config.args:
-        config.args.append(str(CATALOG_DIR / "test_catalog.py"))
+    # --bfh-topology alone runs only the matrix: the catalog comes too when asked for by name
+    agent = config.getoption("bfh_agent_cmd") and not matrix
+    catalog_too = bool(agent or _wanted(config) or config.getoption("bfh_catalog"))
+    config.stash[_MODULES] = {"test_topology.py": matrix, "test_catalog.py": catalog_too}
+    if (matrix or catalog_too) and str(CATALOG_DIR) not in config.args:
+        config.args.append(str(CATALOG_DIR))
+
+
+_MODULES = pytest.StashKey[dict[str, bool]]()
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Of the plugin's own test modules, collect only those the options asked for."""
+    if collection_path.parent != CATALOG_DIR or collection_path.suffix != ".py":
+        return None
+    return not config.stash.get(_MODULES, {}).get(collection_path.name, False)
 
 
 def _check_topology(config: pytest.Config) -> None:

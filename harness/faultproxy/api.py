@@ -130,7 +130,10 @@ class ApiServer:
     async def dispatch(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Response:
         if headers.get("user-agent", "").startswith("Mozilla/"):
             return 403, _Text("User agent not allowed\n")
-        path = urlsplit(target).path
+        try:  # origin form is a path ("//[" is no authority); absolute form a URL
+            path = target.partition("?")[0] if target.startswith("/") else urlsplit(target).path
+        except ValueError:
+            return 400, _err(400, f"bad request target {target[:100]!r}")
         parts = [unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
         try:
             if method in ("GET", "HEAD"):

@@ -111,3 +111,16 @@ def test_config_must_be_a_small_regular_file(kind: str, tmp_path: Path) -> None:
     assert out.returncode == 2, out
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("fault-proxy: cannot read config"), out.stderr
+
+
+def test_a_request_target_like_an_authority_is_answered(api: ToxiproxyClient) -> None:
+    """`PUT //[` closed the connection without an answer (urlsplit took `//[` for an authority;
+    found by tests/fuzz/test_faultproxy_fuzz.py)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    u = urlsplit(api.url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    conn.request("PUT", "//[", body=b"null")
+    resp = conn.getresponse()
+    assert resp.status == 404 and b"error" in resp.read(), "an answer: the path names no route"
