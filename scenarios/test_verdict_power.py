@@ -31,7 +31,8 @@ NAMED: dict[str, tuple[str, set[str], set[str]]] = {
     "no_connect_timeout": ("ordering", {"connect_timeout"}, {"recovery", "liveness", "at_least_once"}),
     "shared_connection": ("one-connection-cut", {"independent_connections"}, set()),
     "auth_tight_loop": ("wrong-password", {"bounded_retry"}, set()),
-    "subscribed_early": ("masterslave", {"subscription_confirmed"}, set()),
+    # its claim while no broker serves is seen by the broker's view too (gated since issue 35)
+    "subscribed_early": ("masterslave", {"subscription_confirmed"}, {"consumer_confirmed"}),
     "heartbeat_liveness": ("blackhole-master", {"liveness"}, set()),
 }
 # the combined agent's broken promises, and the entries that (together) must name each

@@ -206,9 +206,12 @@ public class Observer {
                         : clientOf.get(ci.getConsumerId().getConnectionId());
                 String[] rec = {client, dest(ci.getDestination()), ci.getSubscriptionName()};
                 consumers.put(id, rec);
-                // lag: the advisory's broker timestamp to its arrival here (one clock): the
+                // lag: the broker's send of the advisory to its arrival here (one clock): the
                 // observer's latency, which widens consumer_confirmed's tolerance (issue 35)
-                double sent = am.getTimestamp() / 1000.0;
+                // (a broker's advisory carries no JMS timestamp: its dispatch time, else its arrival)
+                long ms = am.getBrokerOutTime() > 0 ? am.getBrokerOutTime()
+                        : Math.max(am.getBrokerInTime(), am.getTimestamp());
+                double sent = ms / 1000.0;
                 String lag = sent > 0 ? ",\"lag\":" + ts(Math.max(0.0, t - sent)) : "";
                 emit(head("consumer_added", t) + ",\"client_id\":" + q(rec[0]) + ",\"destination\":"
                         + q(rec[1]) + ",\"consumer_id\":" + q(id) + ",\"subscription\":" + q(rec[2])

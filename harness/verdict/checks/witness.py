@@ -117,7 +117,8 @@ def witnessed_subscriptions(v: RunView) -> tuple[list[dict[str, Any]], int, int]
     names at some moment from the record to the record + the tolerance (CLOCK_TOLERANCE_S widened
     by this run's observer lag). A consumer there then confirms it even if a cut or a kill removed
     it at once (the false flags of issue 35); a fault on the member at the claim's instant leaves
-    it unknown; a claim naming a paused member inside its pause is a violation."""
+    it unknown, as does a claim inside an observer gap on a member that was not down; a claim naming
+    a paused member inside its pause is a violation."""
     w = v.witness
     bad: list[dict[str, Any]] = []
     ok = unknown = 0
@@ -133,6 +134,15 @@ def witnessed_subscriptions(v: RunView) -> tuple[list[dict[str, Any]], int, int]
             continue
         frozen = _frozen(v, life.member, life.start, tolerance)
         if frozen is None and _at_fault_instant(v, life.member, life.start, tolerance):
+            unknown += 1
+            continue
+        if (
+            frozen is None
+            and not w.down_reason(life.member, life.start)
+            and w.in_gap(life.member, life.start)
+        ):
+            # claimed while the observer could not see the member: only the replay after its gap
+            # could show the consumer, and a replay can miss one (seen at the observer's start)
             unknown += 1
             continue
         has = False if frozen else w.has_consumer(life.member, at, ids, dest)
