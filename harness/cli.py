@@ -219,24 +219,20 @@ def _validate(args: argparse.Namespace) -> int:
     _config_warnings(topology)
     if args.scenarios:  # the catalog's entries, as before the coverage matrix
         return _validate_scenarios(args, topology)
-    from harness.coverage import parse_budget, plan_rows, validate_topology
+    from harness.coverage import RunOptions, parse_budget, plan_rows, validate_topology
 
     plan_rows(topology, _names(args.faults), _names(args.groups))  # bad names: exit 2 before anything
     budget = parse_budget(args.budget)
     _path_warnings(topology)
+    opts = RunOptions(args.seed, args.agent_cmd, Path(args.reports), args.backend, args.gate, args.fleet)
     out = validate_topology(
         topology,
+        opts,
         faults=_names(args.faults),
         groups=_names(args.groups),
         budget_s=budget,
         parallel=args.parallel,
-        seed=args.seed,
-        agent_cmd=args.agent_cmd,
-        reports=Path(args.reports),
-        backend=args.backend,
-        gate=args.gate,
         junitxml=Path(args.junitxml) if args.junitxml else None,
-        fleet=args.fleet,
     )
     for r in out.matrix["rows"]:
         _note(args, r["key"], r["verdict"], r["run_dir"], "\n".join(r.get("reasons") or []))

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.coverage import failure_message, run_row
+from harness.coverage import RunOptions, failure_message, run_row
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -38,5 +38,6 @@ def test_topology_row(
     """Promise: every path the topology requires delivers under this fault, and every gated promise holds."""
     topology, row = bfh_row
     fleet = pytestconfig.getoption("bfh_fleet")
-    r = run_row(topology, row, agent_cmd=agent_cmd, reports=reports_root, backend=backend_kind, fleet=fleet)
+    opts = RunOptions(agent_cmd=agent_cmd, reports=reports_root, backend=backend_kind, fleet=fleet)
+    r = run_row(topology, row, opts)
     assert r.verdict != "fail", failure_message(r)

@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.coverage import matrix
 from harness.coverage.rows import FAULTS, Row
-from harness.coverage.validate import Coverage, RowResult, plan_rows, run_coverage, run_row
+from harness.coverage.validate import Coverage, RowResult, RunOptions, plan_rows, run_coverage, run_row
 from harness.coverage.workload import CoverageError
 from harness.topology import Topology
 
@@ -26,6 +26,7 @@ __all__ = [
     "Outputs",
     "Row",
     "RowResult",
+    "RunOptions",
     "failure_message",
     "parse_budget",
     "plan_rows",
@@ -71,38 +72,23 @@ def parse_budget(text: str | None) -> float | None:
 
 def validate_topology(
     topology: Topology,
+    opts: RunOptions | None = None,
     *,
     faults: list[str] | None = None,
     groups: list[str] | None = None,
     budget_s: float | None = None,
     parallel: int | None = None,
-    seed: int = 1,
-    agent_cmd: str | None = None,
-    reports: Path = Path("reports"),
-    backend: str = "local",
-    gate: str | None = None,
     junitxml: Path | None = None,
-    fleet: int | None = None,
 ) -> Outputs:
     """Run the topology's coverage rows and write the matrix: the index page (HTML, matrix on
     top), its JSON beside it and, when asked, a JUnit file with one test case per cell."""
     from harness.reporting import headline, render_index
 
+    opts = opts or RunOptions()
     rows = plan_rows(topology, faults, groups)
-    cov = run_coverage(
-        topology,
-        rows,
-        seed=seed,
-        agent_cmd=agent_cmd,
-        reports=reports,
-        backend=backend,
-        gate=gate,
-        budget_s=budget_s,
-        parallel=parallel,
-        fleet=fleet,
-    )
+    cov = run_coverage(topology, rows, opts, budget_s=budget_s, parallel=parallel)
     m = matrix.build(cov)
-    stem = Path(reports) / f"validate-{time.strftime('%Y%m%d-%H%M%S')}-{topology.name}"
+    stem = Path(opts.reports) / f"validate-{time.strftime('%Y%m%d-%H%M%S')}-{topology.name}"
     index = stem.with_suffix(".html")
     entries = []
     for r in cov.results:

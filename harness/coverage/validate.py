@@ -31,6 +31,18 @@ NETWORK_WARMUP_S = 4.0
 FIRST_ESTIMATE_S = 90.0  # a row's wall time until one has been measured
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How every row runs (the CLI's and the plugin's options): the agent, where, which gate."""
+
+    seed: int = 1
+    agent_cmd: str | None = None
+    reports: Path = Path("reports")
+    backend: str = "local"
+    gate: str | None = None
+    fleet: int | None = None  # N agents per group (harness/fleet.py)
+
+
 @dataclass
 class RowResult:
     row: Row
@@ -75,28 +87,24 @@ def plan_rows(topology: Topology, faults: list[str] | None, groups: list[str] | 
     return rows_for(topology, set(faults or []) or None, set(groups or []) or None)
 
 
-def _run_row(
-    topology: Topology, row: Row, paths: list[dict[str, Any]], opts: dict[str, Any], seed: int
-) -> Path:
-    fleet = opts.get("fleet")
-    factory = workload.agents(
-        topology, paths, row.count, row.rate, row.timeout_s, opts.get("agent_cmd"), fleet
-    )
+def _run_row(topology: Topology, row: Row, paths: list[dict[str, Any]], opts: RunOptions) -> Path:
+    fleet = opts.fleet
+    factory = workload.agents(topology, paths, row.count, row.rate, row.timeout_s, opts.agent_cmd, fleet)
     from harness.verdict import DEFAULT_GATES
 
     params: dict[str, Any] = {**row.params, "paths": paths}
     if fleet and fleet > 1:
         params.update(fleet=fleet, subscribe_wait_s=180, connect_bound_s=60.0)
-    if opts.get("gate") and opts["gate"] != "all":
-        params["gate"] = opts["gate"]
+    if opts.gate and opts.gate != "all":
+        params["gate"] = opts.gate
     record = {"name": f"validate:{row.key}", "what": row.what, "gates": list(DEFAULT_GATES), "params": params}
     result = execute(
         topology,
         factory,
-        Schedule(seed=seed, steps=list(row.steps), settle_s=15.0 if topology.bridges else 8.0),
+        Schedule(seed=opts.seed, steps=list(row.steps), settle_s=15.0 if topology.bridges else 8.0),
         label=f"cover-{row.key.replace(':', '-').replace('>', '')}",
-        reports=opts["reports"],
-        backend=opts["backend"],
+        reports=Path(opts.reports),
+        backend=opts.backend,
         reconcile=False,
         show_progress=False,
         warmup_s=NETWORK_WARMUP_S if topology.bridges else 0.0,
@@ -110,15 +118,10 @@ def _run_row(
 def run_coverage(
     topology: Topology,
     rows: list[Row],
+    opts: RunOptions | None = None,
     *,
-    seed: int = 1,
-    agent_cmd: str | None = None,
-    reports: Path = Path("reports"),
-    backend: str = "local",
-    gate: str | None = None,
     budget_s: float | None = None,
     parallel: int | None = None,
-    fleet: int | None = None,
 ) -> Coverage:
     """Run `rows` (baseline first), at most `parallel` at once; a row is not started when the
     budget would end before it (the rows left are reported as not run)."""
@@ -126,13 +129,7 @@ def run_coverage(
     preds = predict(topology)
     paths = workload.measured(preds)
     par = parallel or default_parallel(topology)
-    opts = {
-        "agent_cmd": agent_cmd,
-        "reports": Path(reports),
-        "backend": backend,
-        "gate": gate,
-        "fleet": fleet,
-    }
+    opts = opts or RunOptions()
     results = {r.key: RowResult(r) for r in rows}
     from spark_analysis import warmup
 
@@ -143,7 +140,7 @@ def run_coverage(
     def one(row: Row) -> None:
         start = time.monotonic()
         try:
-            results[row.key].run_dir = _run_row(topology, row, paths, opts, seed)
+            results[row.key].run_dir = _run_row(topology, row, paths, opts)
         except (RunError, OSError, ValueError) as e:
             results[row.key].verdict, results[row.key].error = "error", f"{type(e).__name__}: {e}"
         took = time.monotonic() - start
@@ -191,28 +188,11 @@ def _stop_all_on_interrupt(pool: ThreadPoolExecutor) -> Iterator[None]:
         raise
 
 
-def run_row(
-    topology: Topology,
-    row: Row,
-    *,
-    seed: int = 1,
-    agent_cmd: str | None = None,
-    reports: Path = Path("reports"),
-    backend: str = "local",
-    gate: str | None = None,
-    fleet: int | None = None,
-) -> RowResult:
+def run_row(topology: Topology, row: Row, opts: RunOptions | None = None) -> RowResult:
     """One row on its own, run, reconciled and judged (the pytest plugin's `--bfh-topology` items)."""
     paths = workload.measured(predict(topology))
-    opts = {
-        "agent_cmd": agent_cmd,
-        "reports": Path(reports),
-        "backend": backend,
-        "gate": gate,
-        "fleet": fleet,
-    }
     start = time.monotonic()
-    out = RowResult(row, _run_row(topology, row, paths, opts, seed))
+    out = RowResult(row, _run_row(topology, row, paths, opts or RunOptions()))
     out.wall_s = round(time.monotonic() - start, 1)
     _judge([out])
     return out

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.coverage import validate_topology
+from harness.coverage import RunOptions, validate_topology
 from harness.topology import builtin_topology
 
 pytestmark = [
@@ -19,7 +19,9 @@ pytestmark = [
 
 
 def test_pair_rows_on_docker(tmp_path: Path, activemq_image: str) -> None:
-    out = validate_topology(builtin_topology("pair"), faults=["kill"], backend="docker", reports=tmp_path)
+    out = validate_topology(
+        builtin_topology("pair"), RunOptions(reports=tmp_path, backend="docker"), faults=["kill"]
+    )
     m = out.matrix
     assert [r["key"] for r in m["rows"]] == ["baseline", "kill:pair"]
     assert out.exit_code == 0, [r["reasons"] for r in m["rows"]]
