@@ -133,7 +133,12 @@ def witnessed_subscriptions(v: RunView) -> tuple[list[dict[str, Any]], int, int]
             ok += 1
             continue
         frozen = _frozen(v, life.member, life.start, tolerance)
-        if frozen is None and _at_fault_instant(v, life.member, life.start, tolerance):
+        if frozen is None and (
+            _at_fault_instant(v, life.member, life.start, tolerance)
+            # a consumer replayed without its client id (the observer never saw its connection)
+            # may be this claim's: a reference subscriber was flagged so at a pause row
+            or w.seen_between(life.member, life.start, at, {"None"}, dest)
+        ):
             unknown += 1
             continue
         if (
