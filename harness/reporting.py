@@ -516,13 +516,13 @@ def _render(d: RunData) -> tuple[str, str]:
         "agents": sorted(d.agents),
         "blamed": list(blame_rows(d.run_dir).values())[:10],
         "blame_colours": BLAME_COLOURS,
+        "fleet": fleet_section(d.run_dir),
     }
     env = _env()
     return env.get_template("report.html.j2").render(**ctx), env.get_template("report_summary.md.j2").render(
         **ctx
     )
 
-        "fleet": fleet_section(d.run_dir),
 
 def render_index(
     entries: list[dict[str, Any]], out: Path, title: str, matrix: dict[str, Any] | None = None
