@@ -42,7 +42,6 @@ def _run(command: str | None, reports_root: Path, backend: str, label: str):
     )
 
 
-@pytest.mark.masterslave
 @pytest.mark.verdict_power
 @pytest.mark.broker
 @pytest.mark.spark

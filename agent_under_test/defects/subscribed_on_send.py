@@ -4,9 +4,11 @@ and `subscribed` as it sends them, before any CONNACK or SUBACK; an attempt the 
 answers ends as a lost connection (`subscribe_failed`), not a failed attempt.
 
 Its own log is consistent (a `subscribed` on a `connected` connection), so
-`subscription_confirmed` passes; only the broker's view, `consumer_confirmed`, sees that the member
-it names had no consumer: a killed master (masterslave), a paused one (pause-master), both in
-generated chaos.
+`subscription_confirmed` passes.
+
+Caught by: `consumer_confirmed` (the broker's view): the member a `subscribed` names had no
+consumer of it, a killed master (masterslave), a paused one (pause-master), both in generated
+chaos (scenarios/test_consumer_confirmed.py).
 """
 
 from __future__ import annotations
