@@ -109,6 +109,7 @@ def medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 @pytest.mark.benchmark
+@pytest.mark.timeout(7200)  # a size runs 3 fleets of several minutes each
 def test_fleet_capacity(tmp_path: Path) -> None:
     sizes = [int(x) for x in os.environ.get("BFH_FLEET_SIZES", "100").split(",")]
     n_runs = int(os.environ.get("BFH_FLEET_RUNS", "3"))
