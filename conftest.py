@@ -1,6 +1,6 @@
 """This checkout's own fixtures. The options, the shared fixtures, the JUnit properties, the session
-table and report and the Spark warm-up are the pytest plugin's (harness/pytest_plugin.py), loaded
-by its entry point and by `-p harness.pytest_plugin` in pyproject's addopts (a .venv without the
+table and report and the Spark warm-up are the pytest plugin's (harness/pytest_plugin/plugin.py), loaded
+by its entry point and by `-p harness.pytest_plugin.plugin` in pyproject's addopts (a .venv without the
 entry point still gets it; same name, so pytest registers it once)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.env import Environment, new_run_dir
+from harness.run.env import Environment, new_run_dir
 from harness.topology import builtin_topology
 
 

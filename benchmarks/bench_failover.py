@@ -45,9 +45,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness import procs  # noqa: E402
-from harness.agents import AgentProcess, AgentSpec, launch_agent  # noqa: E402
-from harness.env import Environment, new_run_dir  # noqa: E402
-from harness.msglog import iter_records  # noqa: E402
+from harness.agents.launch import AgentProcess, AgentSpec, launch_agent  # noqa: E402
+from harness.contracts.msglog import iter_records  # noqa: E402
+from harness.run.env import Environment, new_run_dir  # noqa: E402
 from harness.topology import builtin_topology  # noqa: E402
 
 REFERENCE = "{python} -m agent_under_test.reference --config {config} --workload {workload} --log {log}"

@@ -180,7 +180,7 @@ def test_bulk_relay_throughput(proxies: list[ProxyServer]) -> None:
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """A standalone ActiveMQ broker with an MQTT connector (harness local backend); its MQTT port."""
     from harness.backends.local import LocalBackend
-    from harness.plan import make_plan
+    from harness.deploy.plan import make_plan
     from harness.topology import loads_topology
 
     topo = loads_topology(

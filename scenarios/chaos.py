@@ -13,8 +13,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from harness.faultkinds import KINDS
-from harness.schedule import Schedule, Step
+from harness.faults.kinds import KINDS
+from harness.faults.schedule import Schedule, Step
 
 TARGETS = ("master:pair", "slave:pair", "pair-1", "pair-2")
 FAULTS = tuple(k.name for k in KINDS.values() if k.chaos)  # registry order: draws stay reproducible

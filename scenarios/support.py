@@ -8,15 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.conformance.test_catalog import assert_verdict  # noqa: F401  # the plugin's, for the scenarios
-from harness.faultlog import Window, read_windows
-from harness.msglog import iter_records
+from harness.contracts.faultlog import Window, read_windows
+from harness.contracts.msglog import iter_records
+from harness.pytest_plugin.conformance.test_catalog import (
+    assert_verdict,  # noqa: F401  # the plugin's, for the scenarios
+)
 
 
 def run_defect(sc: Any, defect: str, reports_root: Path, backend: str, record: Any, label: str) -> Any:
     """Run a catalog entry with a seeded-defect agent; the judged RunResult (its verdict printed)."""
     from agent_under_test.defects import command as defect_command
-    from harness import catalog
+    from harness.catalog import scenarios as catalog
 
     out = catalog.run(
         sc,
@@ -41,7 +43,7 @@ def agent_records(run_dir: Path, event: str | None = None) -> list[dict[str, Any
 
 
 def fault_windows(run_dir: Path, fault: str | None = None) -> list[Window]:
-    """The run's fault windows (harness.faultlog), in start order; only `fault`'s when given."""
+    """The run's fault windows (harness.contracts.faultlog), in start order; only `fault`'s when given."""
     windows = read_windows(run_dir / "faults.jsonl").windows
     return [w for w in windows if fault is None or w.fault == fault]
 
@@ -58,9 +60,9 @@ def scenario_runner(reports_root: Path, backend: str, agent_cmd: str | None, rec
 
     `agent_cmd` (pytest --agent-cmd) replaces the reference agent; `agents=` takes a factory.
     """
-    from harness.agents import agent_factory
-    from harness.catalog import POLICY
-    from harness.runner import execute
+    from harness.agents.launch import agent_factory
+    from harness.catalog.scenarios import POLICY
+    from harness.run.runner import execute
 
     def run(topology: Any, schedule: Any, label: str, agents: Any = None, **agent_kw: Any) -> Any:
         if agent_cmd and "command" not in agent_kw:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import catalog
+from harness.catalog import scenarios as catalog
 from harness.verdict import RunView, judge
 from harness.verdict.blame import read as blame_rows
 from scenarios.support import run_defect

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agent_under_test.defects import command as defect_command
-from harness import catalog
-from harness.schedule import load_schedule
+from harness.catalog import scenarios as catalog
+from harness.faults.schedule import load_schedule
 from scenarios.support import run_defect
 
 CHAOS = Path(__file__).parent / "schedules" / "chaos-kill-master.json"

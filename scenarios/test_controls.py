@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agent_under_test.defects import command as defect_command
-from harness import catalog
+from harness.catalog import scenarios as catalog
 
 
 def _run(entry, topology, reports_root, backend_kind, scenario_record, agent_cmd=None):

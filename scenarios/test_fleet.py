@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from agent_under_test.defects import command as defect_command
-from harness import catalog
+from harness.catalog import scenarios as catalog
 
 pytestmark = [pytest.mark.fleet, pytest.mark.extended, pytest.mark.broker, pytest.mark.spark]
 

@@ -11,10 +11,10 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
-from harness import rounds
-from harness.agents import agent_factory
-from harness.catalog import POLICY
-from harness.runner import execute
+from harness.agents.launch import agent_factory
+from harness.catalog.scenarios import POLICY
+from harness.run import rounds
+from harness.run.runner import execute
 from harness.topology import builtin_topology
 from harness.verdict import DEFAULT_GATES
 from scenarios.chaos import Budget, save_schedule, schedules

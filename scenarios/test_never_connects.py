@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from agent_under_test.defects import command as defect_command
-from harness.agents import agent_factory, combine
-from harness.catalog import POLICY
-from harness.runner import execute
-from harness.schedule import load_schedule
+from harness.agents.launch import agent_factory, combine
+from harness.catalog.scenarios import POLICY
+from harness.faults.schedule import load_schedule
+from harness.run.runner import execute
 from harness.topology import builtin_topology
 from harness.verdict import DEFAULT_GATES
 

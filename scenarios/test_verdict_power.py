@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import catalog
+from harness.catalog import scenarios as catalog
 from harness.verdict import judge
 from scenarios.support import run_defect
 

@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from harness.msglog import EVENTS
+from harness.contracts.msglog import EVENTS
 from spark_analysis.frames import collect_many, top
 
 STAGE_VERSION = 3

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.faultlog import Window, read_windows
+from harness.contracts.faultlog import Window, read_windows
 
 
 class InputError(ValueError):

@@ -1,6 +1,6 @@
 """The reconciliation's short Markdown summary (``analysis/report.md``) rendered from a summary dict.
 
-The run's full report (report.html, with the verdict) is harness.reporting's."""
+The run's full report (report.html, with the verdict) is harness.report.html's."""
 
 from __future__ import annotations
 

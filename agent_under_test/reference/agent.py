@@ -31,7 +31,7 @@ from pathlib import Path
 
 from agent_under_test.config import AgentConf, BrokerUrl, Publication, Subscription, Workload, client_id
 from agent_under_test.reference.transport import Link, LinkError, OnMessage, Transport, make_transport
-from harness.msglog import MessageLogWriter
+from harness.contracts.msglog import MessageLogWriter
 
 SHUTDOWN_BUDGET_S = 7.0
 

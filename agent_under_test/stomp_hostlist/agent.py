@@ -24,7 +24,7 @@ from agent_under_test.config import (
     mqtt_topic,
     stomp_destination,
 )
-from harness.msglog import MessageLogWriter
+from harness.contracts.msglog import MessageLogWriter
 
 
 class _Listener(stomp.ConnectionListener):

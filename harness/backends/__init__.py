@@ -11,7 +11,7 @@ from harness.backends.base import (
     SupportsIsolate,
     SupportsProxyMirror,
 )
-from harness.plan import Plan
+from harness.deploy.plan import Plan
 
 __all__ = [
     "Backend",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from harness.plan import Plan
+from harness.deploy.plan import Plan
 
 if TYPE_CHECKING:
     from harness.faultproxy.launcher import FaultProxyHandle

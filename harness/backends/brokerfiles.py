@@ -15,9 +15,9 @@ from pathlib import Path
 
 from harness.backends.base import BackendError
 from harness.backends.sockdiag import listening_tcp_ports
-from harness.brokerconf import needs_tls, render_broker
-from harness.plan import HOST, BrokerPlan, Plan
-from harness.tls import make_run_tls
+from harness.deploy.brokerconf import needs_tls, render_broker
+from harness.deploy.plan import HOST, BrokerPlan, Plan
+from harness.deploy.tls import make_run_tls
 from harness.topology.activemq import activemq_home
 
 __all__ = ["activemq_home"]

@@ -37,7 +37,6 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 from testcontainers.core.waiting_utils import WaitStrategy, WaitStrategyTarget
 
-from harness import images
 from harness.backends.base import BackendError, ProxyLinks
 from harness.backends.brokerfiles import (
     BrokerLogs,
@@ -52,9 +51,10 @@ from harness.backends.groupstate import GroupState
 from harness.backends.linkmirror import LinkMirror
 from harness.backends.proxycontainer import start_proxy_container
 from harness.backends.ready import BrokerReady, BrokerView, wait_until
-from harness.brokerconf import for_container
+from harness.deploy import images
+from harness.deploy.brokerconf import for_container
+from harness.deploy.plan import HOST, BrokerPlan, Plan
 from harness.faultproxy.launcher import FaultProxyHandle, start_fault_proxy
-from harness.plan import HOST, BrokerPlan, Plan
 
 RUN_LABEL = "org.bfh.run"
 ROLE_LABEL = "org.bfh.role"

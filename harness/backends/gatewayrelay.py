@@ -7,7 +7,7 @@ import socket
 import threading
 
 from harness.backends.brokerfiles import listening_ports
-from harness.plan import HOST
+from harness.deploy.plan import HOST
 
 
 class GatewayRelay:

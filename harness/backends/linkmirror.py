@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.plan import Plan
+from harness.deploy.plan import Plan
 
 
 class LinkMirror:

@@ -41,7 +41,7 @@ from harness.backends.brokerfiles import (
 from harness.backends.groupstate import GroupState
 from harness.backends.linkmirror import LinkMirror
 from harness.backends.ready import START_TIMEOUT, BrokerReady, BrokerView
-from harness.plan import BrokerPlan, Plan, release_ports
+from harness.deploy.plan import BrokerPlan, Plan, release_ports
 
 # Re-exported: older callers import these from here.
 __all__ = ["LocalBackend", "activemq_command", "clean_stale_run", "listening_ports", "owner_alive"]

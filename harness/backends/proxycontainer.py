@@ -14,8 +14,8 @@ from typing import Any
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 
+from harness.deploy.plan import HOST
 from harness.faultproxy.launcher import FaultProxyError, FaultProxyHandle, free_port
-from harness.plan import HOST
 
 
 class ProxyContainer(FaultProxyHandle):

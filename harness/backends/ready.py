@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from harness.backends.base import BackendError
-from harness.plan import HOST, BrokerPlan
+from harness.deploy.plan import HOST, BrokerPlan
 
 STARTED = re.compile(r"Apache ActiveMQ \S+ \((?P<name>[^,]+), [^)]*\) started")
 SLAVE = re.compile(r"is now in slave mode|waiting a lock to be acquired|[Ww]aiting for lock")

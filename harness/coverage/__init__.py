@@ -82,7 +82,7 @@ def validate_topology(
 ) -> Outputs:
     """Run the topology's coverage rows and write the matrix: the index page (HTML, matrix on
     top), its JSON beside it and, when asked, a JUnit file with one test case per cell."""
-    from harness.reporting import headline, render_index
+    from harness.report.html import headline, render_index
 
     opts = opts or RunOptions()
     rows = plan_rows(topology, faults, groups)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.schedule import Step
+from harness.faults.schedule import Step
 from harness.topology import Topology
 
 #: fault names for --faults (a row's `fault`)

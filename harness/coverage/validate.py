@@ -1,6 +1,6 @@
 """`bfh validate`: every fault row of a topology run with traffic on every path, in parallel where the
 machine allows, within an optional budget; reconciled and judged by the one run tail
-(`harness.runner.finish`), and the result a coverage matrix (harness/coverage/matrix.py)."""
+(`harness.run.runner.finish`), and the result a coverage matrix (harness/coverage/matrix.py)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from typing import Any
 from rich.console import Console
 
 from harness import procs
-from harness.catalog import POLICY
 from harness.coverage import workload
 from harness.coverage.rows import FAULTS, Row, rows_for
-from harness.runner import RunError, execute, finish
-from harness.schedule import Schedule
+from harness.faults.schedule import Schedule
+from harness.run.runner import CATALOG_POLICY as POLICY
+from harness.run.runner import RunError, execute, finish
 from harness.topology import Topology
 from harness.topology.paths import PathPrediction, predict
 from harness.verdict.checks.paths import path_cells
@@ -40,7 +40,7 @@ class RunOptions:
     reports: Path = Path("reports")
     backend: str = "local"
     gate: str | None = None
-    fleet: int | None = None  # N agents per group (harness/fleet.py)
+    fleet: int | None = None  # N agents per group (harness/agents/fleet.py)
 
 
 @dataclass

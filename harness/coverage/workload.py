@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.agents import AgentSpec, agent_factory, combine
-from harness.fleet import member_name
-from harness.runner import AgentFactory
+from harness.agents.fleet import member_name
+from harness.agents.launch import AgentSpec, agent_factory, combine
+from harness.run.runner import AgentFactory
 from harness.topology import Topology
 from harness.topology.paths import TOPIC, PathPrediction
 
@@ -60,7 +60,7 @@ def agents(
     fleet: int | None = None,
 ) -> AgentFactory:
     """With `fleet` N, each group's subscriber is N agents: `sub-<group>` (the one the paths
-    promise reads) and N - 1 fleet members (harness/fleet.py) with the same subscriptions."""
+    promise reads) and N - 1 fleet members (harness/agents/fleet.py) with the same subscriptions."""
     proto = protocol_of(topology)
     factories = []
     for g in topology.groups:

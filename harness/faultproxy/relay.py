@@ -1,7 +1,7 @@
 """The TCP relay: proxies (listeners), connections, and the two directions of each connection.
 
 Each accepted client gets one upstream connection and two `Direction`s: `upstream` (client ->
-server) and `downstream` (server -> client); a `Direction` is not a `harness.plan.Link` (a proxied
+server) and `downstream` (server -> client); a `Direction` is not a `harness.deploy.plan.Link` (a proxied
 route of the plan). A direction with no active toxic relays in `data_received` straight to the
 other socket (the fast path). Once a toxic is active, or bytes are still queued, chunks go through
 a FIFO queue and one pump task per direction that passes each chunk through its toxic runs in

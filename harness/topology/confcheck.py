@@ -2,7 +2,7 @@
 
 Each finding is `file:line: problem. Fix: ...`. Errors stop `bfh topology validate` and
 `bfh validate` before anything starts; warnings are printed and kept in the run's report.
-The rewrites themselves live in harness/importconf.py (the import at load time in
+The rewrites themselves live in harness/deploy/importconf.py (the import at load time in
 harness/topology/imported.py); both read the files through the
 helpers here, so a check and its rewrite never disagree about what a URI means.
 """

@@ -1,7 +1,7 @@
 """Importing a deployment's own activemq.xml files (`config:` in a topology) at load time: the
 static checks (harness.topology.confcheck) must pass, then each config group's connectors and the
 bridges its networkConnectors make are taken from its files. Rewriting a file for one member of a
-run is harness.importconf's."""
+run is harness.deploy.importconf's."""
 
 from __future__ import annotations
 

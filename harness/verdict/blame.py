@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.faultkinds import logged_names
+from harness.faults.kinds import logged_names
 from harness.verdict.checks.witness import Life, lives, sub_ids
 from harness.verdict.view import RunView
 from harness.verdict.witness import line_of
@@ -34,7 +34,7 @@ from harness.witness import events as ev
 CLASSES = ("lost", "missed", "duplicated")
 BLAMES = ("agent", "broker", "fault", "unknown", "allowed")
 ALLOWED = "allowed"  # the one blame that breaks nothing (at-least-once allows redeliveries)
-CUT_FAULTS = logged_names("cuts")  # black hole, link down, isolation (harness/faultkinds.py)
+CUT_FAULTS = logged_names("cuts")  # black hole, link down, isolation (harness/faults/kinds.py)
 BLAME_FILE = "blame.parquet"  # under RUN_DIR/analysis/
 
 

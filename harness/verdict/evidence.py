@@ -2,7 +2,7 @@
 
 Always gated (a run judged on evidence that is not its own proves nothing). It fails when
 - records name another run (`run` field): they are left out of every checker and counted here;
-- records carry a `ts` that is not a finite time inside the run's window (harness/manifest.py
+- records carry a `ts` that is not a finite time inside the run's window (harness/contracts/manifest.py
   `run_window`: milliseconds, NaN, inf, a year 2286): malformed, left out and counted here;
 - the logs hold fewer acknowledged messages than summary.json counts, or another number of
   receipts (`totals.receipts`): the summary was reconciled from other logs than these.

@@ -14,9 +14,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from harness import manifest
-from harness.faultlog import Window, read_windows
-from harness.msglog import iter_records
+from harness.contracts import manifest
+from harness.contracts.faultlog import Window, read_windows
+from harness.contracts.msglog import iter_records
 from harness.verdict.witness import BrokerView
 from harness.witness.events import EVENTS_FILE, read_events
 

@@ -3,7 +3,7 @@
 - `events`: the contract of `brokers/events.jsonl` (names, writer, tolerant reader, queries);
 - `observer`: the advisory observer (Observer.java) on each broker's harness-only connector;
 - `brokerlog`: signatures from each broker.log;
-- `collect()`: merges both into events.jsonl after the brokers stop (harness/env.py does it).
+- `collect()`: merges both into events.jsonl after the brokers stop (harness/run/env.py does it).
 """
 
 from harness.witness.collect import collect

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.msglog import iter_records
+from harness.contracts.msglog import iter_records
 
 EVENTS_FILE = "events.jsonl"  # under RUN_DIR/brokers/
 OBSERVER_FILE = "observer.jsonl"  # the observer's raw records, merged into EVENTS_FILE by collect()

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 from harness import procs
-from harness.plan import HOST, Plan
+from harness.deploy.plan import HOST, Plan
 from harness.witness.events import OBSERVER_FILE
 
 log = logging.getLogger(__name__)

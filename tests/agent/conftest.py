@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.env import Environment, new_run_dir
+from harness.run.env import Environment, new_run_dir
 from harness.topology import builtin_topology
 
 

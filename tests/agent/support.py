@@ -7,8 +7,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from harness.agents import AgentProcess, AgentSpec, launch_agent
-from harness.env import Environment
+from harness.agents.launch import AgentProcess, AgentSpec, launch_agent
+from harness.run.env import Environment
 
 REFERENCE = "{python} -m agent_under_test.reference --config {config} --workload {workload} --log {log}"
 HOSTLIST = "{python} -m agent_under_test.stomp_hostlist --config {config} --workload {workload} --log {log}"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.env import Environment, new_run_dir
+from harness.run.env import Environment, new_run_dir
 from harness.topology import parse_topology
 from tests.agent.support import (
     defect,

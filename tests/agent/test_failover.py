@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.env import Environment
+from harness.run.env import Environment
 from tests.agent.support import (
     HOSTLIST,
     REFERENCE,

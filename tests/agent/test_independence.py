@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from harness.env import Environment
-from harness.msglog import iter_records
+from harness.contracts.msglog import iter_records
+from harness.run.env import Environment
 from tests.agent.support import (
     REFERENCE,
     defect,

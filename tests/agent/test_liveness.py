@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from harness.env import Environment
-from harness.plan import HOST, free_ports
+from harness.deploy.plan import HOST, free_ports
+from harness.run.env import Environment
 from tests.agent.support import (
     defect,
     events,

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from harness.env import Environment
-from harness.msglog import iter_records
-from harness.plan import HOST, free_ports
+from harness.contracts.msglog import iter_records
+from harness.deploy.plan import HOST, free_ports
+from harness.run.env import Environment
 from tests.agent.support import events, roles, start_agent, stop_ok, subscribed_all, unique, wait_or_fail
 
 pytestmark = [pytest.mark.broker, pytest.mark.masterslave, pytest.mark.protocols, pytest.mark.timeout(180)]

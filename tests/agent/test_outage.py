@@ -11,8 +11,8 @@ from collections import defaultdict
 
 import pytest
 
-from harness.agents import AgentProcess
-from harness.env import Environment
+from harness.agents.launch import AgentProcess
+from harness.run.env import Environment
 from tests.agent.support import (
     REFERENCE,
     defect,

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from harness.env import Environment
+from harness.run.env import Environment
 from tests.agent.support import (
     events,
     got_all,

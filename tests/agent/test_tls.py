@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.env import Environment, new_run_dir
+from harness.run.env import Environment, new_run_dir
 from harness.topology import parse_topology
 from tests.agent.support import events, got_all, start_agent, stop_ok, subscribed_all, unique, wait_or_fail
 
@@ -58,7 +58,7 @@ def test_tls_urls_with_ca_file(tls_broker: Environment, protocol: str) -> None:
 def test_tls_wrong_ca_is_refused(tls_broker: Environment, tmp_path: Path) -> None:
     from cryptography.hazmat.primitives.serialization import Encoding
 
-    from harness.tls import make_ca
+    from harness.deploy.tls import make_ca
 
     _key, cert = make_ca("not-the-run-ca")
     ca = tmp_path / "other-ca.pem"

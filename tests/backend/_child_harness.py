@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.env import Environment
+from harness.run.env import Environment
 from harness.topology import builtin_topology
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import stomp
 from stomp.exception import ConnectFailedException, NotConnectedException, StompException
 
-from harness.env import Environment
+from harness.run.env import Environment
 from harness.topology import Topology
 
 LOG_TS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")

@@ -21,8 +21,8 @@ import pytest
 from harness.backends import BackendError
 from harness.backends.brokerfiles import prepare_broker
 from harness.backends.local import LocalBackend
-from harness.env import Environment
-from harness.plan import free_ports, make_plan
+from harness.deploy.plan import free_ports, make_plan
+from harness.run.env import Environment
 from harness.topology import builtin_topology, loads_topology
 
 from .support import Consumer, Producer, addr, env_up

@@ -18,7 +18,7 @@ import paho.mqtt.client as mqtt
 import pytest
 from stomp.exception import ConnectFailedException, StompException
 
-from harness.env import Environment
+from harness.run.env import Environment
 from harness.topology import builtin_topology, loads_topology
 
 from .support import Consumer, Producer, StompPeer, addr, env_up

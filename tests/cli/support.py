@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def bfh(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
+        [sys.executable, "-m", "harness.cli.main", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

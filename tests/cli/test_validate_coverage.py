@@ -105,7 +105,7 @@ def test_pytest_bfh_topology_runs_the_rows(tmp_path: Path) -> None:
             "-m",
             "pytest",
             "-p",
-            "harness.pytest_plugin",
+            "harness.pytest_plugin.plugin",
             "-p",
             "no:cacheprovider",
             "-n",
@@ -133,7 +133,15 @@ def test_pytest_bfh_topology_runs_the_rows(tmp_path: Path) -> None:
 
 def test_pytest_bfh_topology_bad_file_is_a_usage_error(tmp_path: Path) -> None:
     p = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "harness.pytest_plugin", "--bfh-topology", "nosuch.yaml"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "harness.pytest_plugin.plugin",
+            "--bfh-topology",
+            "nosuch.yaml",
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.compose import BRIDGE_BASE, ComposeError, render, write
+from harness.backends.compose import BRIDGE_BASE, ComposeError, render, write
 from harness.topology import builtin_topology
 
 COMPOSE = Path(__file__).resolve().parents[2] / "compose"
@@ -64,7 +64,7 @@ def test_wrong_number_of_client_ports_is_refused(tmp_path: Path) -> None:
 
 
 def test_cli_writes_files_and_refuses_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.cli import main
+    from harness.cli.main import main
 
     assert main(["compose", "pair", "--out", str(tmp_path / "ok"), "--client-port", "25000"]) == 0
     text = (tmp_path / "ok" / "pair.yml").read_text()

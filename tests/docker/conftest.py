@@ -9,7 +9,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def activemq_image() -> str:
-    from harness import images
+    from harness.deploy import images
 
     try:
         images.docker_client()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.backends.docker import RUN_LABEL, DockerBackend, leftovers
-from harness.plan import make_plan
+from harness.deploy.plan import make_plan
 from harness.topology import builtin_topology
 
 pytestmark = [pytest.mark.docker, pytest.mark.broker, pytest.mark.extended, pytest.mark.timeout(1800)]
@@ -86,7 +86,7 @@ CHILD = """
 import sys, time
 from pathlib import Path
 from harness.backends.docker import DockerBackend
-from harness.plan import make_plan
+from harness.deploy.plan import make_plan
 from harness.topology import builtin_topology
 run = Path(sys.argv[1]); be = DockerBackend(make_plan(builtin_topology("pair"), run), run, image=sys.argv[2])
 be.start(); print(be.run_id, flush=True); time.sleep(600)

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from harness.compose import compose_command, compose_plan, n_client_ports, write
-from harness.images import build, docker_client, faultproxy_recipe
-from harness.plan import free_ports, release_ports
+from harness.backends.compose import compose_command, compose_plan, n_client_ports, write
+from harness.deploy.images import build, docker_client, faultproxy_recipe
+from harness.deploy.plan import free_ports, release_ports
 from harness.topology import builtin_topology
 from tests.backend.support import Consumer, Producer
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.schedule import Schedule, Step
+from harness.faults.schedule import Schedule, Step
 from harness.topology import builtin_topology
 from scenarios.support import agent_records, assert_verdict, fault_windows, received_after
 

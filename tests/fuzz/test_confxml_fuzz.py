@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.brokerconf import check_rendered
+from harness.deploy.brokerconf import check_rendered
 from harness.topology import TopologyError, load_topology
 
 from .common import FUZZ, Tally

@@ -3,7 +3,7 @@ evidence was removed, replaced or altered. Every input gives a one-line error (e
 result; never a traceback, never PASS on foreign or missing evidence, nothing rewritten first.
 
 One run folder per module: a synthetic history (spark_analysis.testing.synth) with a run record,
-reconciled once by Spark, judged PASS, reported and sealed (harness.manifest). Each case works on
+reconciled once by Spark, judged PASS, reported and sealed (harness.contracts.manifest). Each case works on
 a copy. `FUZZ_EXAMPLES` sets the examples per property (default 40).
 """
 
@@ -23,7 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import cli, manifest
+from harness.cli import main as cli
+from harness.contracts import manifest
 from harness.verdict import judge
 
 pytestmark = pytest.mark.spark
@@ -94,7 +95,7 @@ def _run_record(t0: float) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def sealed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A reconciled, judged (PASS), reported and sealed run folder."""
-    from harness.reporting import render_report
+    from harness.report.html import render_report
     from spark_analysis.reconcile import reconcile
     from spark_analysis.testing.synth import Fault, History, Msg, Sub
 
@@ -559,7 +560,7 @@ def test_a_crashing_checker_is_unknown_exit_2(legacy: Path, monkeypatch: pytest.
 def test_a_crashing_report_is_exit_2_and_leaves_no_stale_report(
     legacy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness import reporting
+    from harness.report import html as reporting
 
     def boom(d: Any, width: int = 960) -> Any:
         raise MemoryError("8 GB")

@@ -13,8 +13,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.faultkinds import schedulable
-from harness.schedule import MAX_SECONDS, ScheduleError, load_schedule
+from harness.faults.kinds import schedulable
+from harness.faults.schedule import MAX_SECONDS, ScheduleError, load_schedule
 
 from .common import FUZZ, SCALARS, VALUES, Tally
 

@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.brokerconf import check_rendered
+from harness.deploy.brokerconf import check_rendered
 from harness.topology import TopologyError, builtin_names, builtin_path, loads_topology
 
 from .common import FUZZ, Tally, mutated

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.backends.base import Backend, BackendError
-from harness.plan import Plan, make_plan
+from harness.deploy.plan import Plan, make_plan
 from harness.topology import builtin_topology
 
 

@@ -1,4 +1,4 @@
-"""The scenario catalog as data (harness/catalog.py), built against topologies and a fake
+"""The scenario catalog as data (harness/catalog/scenarios.py), built against topologies and a fake
 environment: no broker, seconds. What runs is tested in scenarios/."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from harness import catalog
-from harness.plan import make_plan
+from harness.catalog import scenarios as catalog
+from harness.deploy.plan import make_plan
 from harness.verdict import DEFAULT_GATES
 from tests.harness.fakes import FakeBackend
 

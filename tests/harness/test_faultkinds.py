@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from harness.backends.base import BackendError
-from harness.faultkinds import KINDS, FaultParamsError, LatencyParams, kind, logged_names, markdown_table
-from harness.faultlog import FaultLog, Window, read_windows
+from harness.contracts.faultlog import FaultLog, Window, read_windows
+from harness.deploy.plan import Plan, make_plan
 from harness.faultproxy.client import ToxiproxyClient
 from harness.faultproxy.launcher import FaultProxyHandle
-from harness.faults import Faults
-from harness.plan import Plan, make_plan
+from harness.faults.apply import Faults
+from harness.faults.kinds import KINDS, FaultParamsError, LatencyParams, kind, logged_names, markdown_table
 from harness.topology import builtin_topology
 from tests.faultproxy.util import builtin_fault_proxy
 
@@ -64,7 +64,7 @@ def test_flags_the_verdict_reads() -> None:
 
 def test_docs_table_is_the_registry() -> None:
     text = DOCS.read_text(encoding="utf-8")
-    assert markdown_table() in text, "docs/scenarios.md: paste harness.faultkinds.markdown_table()"
+    assert markdown_table() in text, "docs/scenarios.md: paste harness.faults.kinds.markdown_table()"
     rows = [ln for ln in text.splitlines() if ln.startswith("| `")]
     listed = [ln.split("`")[1] for ln in rows if "| broker |" in ln or "| link |" in ln]
     assert listed == list(KINDS)

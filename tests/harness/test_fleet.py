@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from harness.fleet import FleetShape, fleet_factory, is_member
+from harness.agents.fleet import FleetShape, fleet_factory, is_member
 from harness.verdict.checks.fleetview import _peak, percentile
 
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from harness.backends.linkmirror import LinkMirror
-from harness.plan import Plan
+from harness.deploy.plan import Plan
 
 
 class FakeProxy:

@@ -12,7 +12,7 @@ import time
 import psutil
 
 from harness import procs
-from harness.msglog import LogFollower, MessageLogWriter, iter_records
+from harness.contracts.msglog import LogFollower, MessageLogWriter, iter_records
 
 
 def test_torn_last_line_is_skipped_and_counted(tmp_path):

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from harness.faultlog import FaultLog, read_windows
-from harness.faults import Faults
-from harness.nemesis import Nemesis
-from harness.schedule import Schedule, Step
+from harness.contracts.faultlog import FaultLog, read_windows
+from harness.faults.apply import Faults
+from harness.faults.nemesis import Nemesis
+from harness.faults.schedule import Schedule, Step
 
 from .fakes import FakeBackend, FakeProxy, fake_plan
 

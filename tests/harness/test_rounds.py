@@ -1,4 +1,4 @@
-"""--rounds: failures of N and the 95 % upper bound on the failure probability (harness/rounds.py)."""
+"""--rounds: failures of N and the 95 % upper bound on the failure probability (harness/run/rounds.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.rounds import Round, Tally, binom_cdf, repeat, upper_bound
+from harness.run.rounds import Round, Tally, binom_cdf, repeat, upper_bound
 
 
 @pytest.mark.parametrize("n", [1, 3, 5, 20, 100])
@@ -63,7 +63,7 @@ def test_first_failing_round_heads_the_message(tmp_path: Path):
 
 
 def test_replay_command_drops_rounds_and_seed():
-    from harness.cli import _without_rounds
+    from harness.cli.main import _without_rounds
 
     argv = ["run", "pause-master", "--rounds", "5", "--seed=3", "--agent-cmd", "my agent {config}"]
     assert _without_rounds(argv) == ["run", "pause-master", "--agent-cmd", "'my agent {config}'"]

@@ -9,7 +9,7 @@ import sys
 import pytest
 from hypothesis import given, settings
 
-from harness.schedule import Schedule, ScheduleError, Step, load_schedule
+from harness.faults.schedule import Schedule, ScheduleError, Step, load_schedule
 from scenarios.chaos import save_schedule, schedules
 
 
@@ -56,7 +56,7 @@ def test_cli_rejects_a_bad_schedule_without_starting_anything(tmp_path):
         [
             sys.executable,
             "-m",
-            "harness.cli",
+            "harness.cli.main",
             "run",
             "--schedule",
             str(bad),
@@ -72,9 +72,9 @@ def test_cli_rejects_a_bad_schedule_without_starting_anything(tmp_path):
     assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())
 
 
-# -- the validator reads the fault registry (harness.faultkinds) --------------------------------
+# -- the validator reads the fault registry (harness.faults.kinds) --------------------------------
 def test_every_schedulable_kind_is_a_step_and_nothing_else() -> None:
-    from harness.faultkinds import KINDS
+    from harness.faults.kinds import KINDS
 
     for name, k in KINDS.items():
         if k.schedulable:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.schedule import ScheduleError, load_schedule
+from harness.faults.schedule import ScheduleError, load_schedule
 
 STEP = '{"fault": "kill", "target": "a-1"'
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.env import Environment, new_run_dir
+from harness.run.env import Environment, new_run_dir
 from harness.topology import builtin_topology
 from tests.agent.support import start_agent, stop_ok, subscribed_all, unique, wait_or_fail
 

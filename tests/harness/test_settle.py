@@ -6,8 +6,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any, cast
 
-from harness.agents import AgentProcess
-from harness.runner import _observed_complete
+from harness.agents.launch import AgentProcess
+from harness.run.runner import _observed_complete
 
 
 def _agent(subs: list[str], records: list[dict[str, Any]]) -> AgentProcess:

@@ -1,4 +1,4 @@
-"""harness/suite.py through real pytest runs of a small project: the default paths leave the
+"""harness/pytest_plugin/suite.py through real pytest runs of a small project: the default paths leave the
 `bfh_default_excludes` markers out, a named path or `-m` brings them back, and tests run
 longest first by the durations an earlier run left in pytest's cache."""
 
@@ -47,7 +47,7 @@ def _run(project: Path, *args: str, **env_extra: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}  # not this run's worker
     env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), **env_extra)
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "harness.pytest_plugin", *args],
+        [sys.executable, "-m", "pytest", "-p", "harness.pytest_plugin.plugin", *args],
         cwd=project,
         env=env,
         capture_output=True,
@@ -96,7 +96,7 @@ def test_measured_durations_put_the_longest_first(project: Path) -> None:
 
 
 def test_worksteal_shares_start_with_their_part_of_the_long_tests() -> None:
-    from harness.suite import _deal
+    from harness.pytest_plugin.suite import _deal
 
     # blocks sorted longest first, as pytest_collection_modifyitems hands them over
     weights = [100.0, 60.0, 40.0, 30.0, 30.0, 20.0] + [0.3] * 15

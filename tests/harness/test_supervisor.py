@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from harness import supervisor
 from harness.backends.base import Backend
-from harness.plan import make_plan
+from harness.cli import supervisor
+from harness.deploy.plan import make_plan
 from tests.harness.fakes import FakeBackend
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.doctor import java_major
+from harness.cli.doctor import java_major
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,7 @@ def _doctor(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     # no java, docker, javac or chromium on PATH; an ActiveMQ home without activemq.jar
     env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "ACTIVEMQ_HOME")}
     env.update(PATH=str(tmp_path), ACTIVEMQ_HOME=str(tmp_path / "amq"))
-    code = "import sys; from harness.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from harness.cli.main import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run(
         [sys.executable, "-c", code, "doctor", *args], env=env, capture_output=True, text=True, timeout=60
     )

@@ -36,7 +36,7 @@ def test_installed_package_resolves_its_own_data(installed: Path) -> None:
     # the broker config renders from the installed templates (what every scenario starts with)
     render = (
         "import sys; from pathlib import Path; from harness.topology import builtin_topology; "
-        "from harness.plan import make_plan; from harness.brokerconf import render_broker; "
+        "from harness.deploy.plan import make_plan; from harness.deploy.brokerconf import render_broker; "
         "plan = make_plan(builtin_topology('pair'), Path(sys.argv[1])); "
         "files = render_broker(plan, plan.brokers['pair-1']); "
         "print(sorted(files)); assert 'openwire' in files['activemq.xml']"

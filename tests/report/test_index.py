@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.reporting import render_index
+from harness.report.html import render_index
 
 
 def test_index_links_reports_relatively(tmp_path: Path) -> None:

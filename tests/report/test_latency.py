@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from harness.reporting import latency_svg
+from harness.report.html import latency_svg
 
 
 def _bars(svg: str) -> dict[str, int]:

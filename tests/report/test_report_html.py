@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents import agent_factory
-from harness.reporting import render_report
-from harness.runner import execute
-from harness.schedule import Schedule, Step
+from harness.agents.launch import agent_factory
+from harness.faults.schedule import Schedule, Step
+from harness.report.html import render_report
+from harness.run.runner import execute
 from harness.topology import builtin_topology
 from tests.report.chromium import chromium, load
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.brokerconf import check_rendered, render_broker
-from harness.compose import ComposeError
-from harness.compose import render as compose_render
-from harness.plan import make_plan
+from harness.backends.compose import ComposeError
+from harness.backends.compose import render as compose_render
+from harness.deploy.brokerconf import check_rendered, render_broker
+from harness.deploy.plan import make_plan
 from harness.topology import TopologyError, load_topology, loads_topology
 
 BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
@@ -184,7 +184,7 @@ def test_compose_ports_are_range_checked() -> None:
 
 @pytest.mark.parametrize("argv", [["--client-port", "70000"], ["--api-port", "0"], ["--api-port", "true"]])
 def test_compose_cli_refuses_bad_ports(argv: list[str], tmp_path: Path) -> None:
-    from harness.cli import build_parser
+    from harness.cli.main import build_parser
 
     with pytest.raises(SystemExit) as info:
         build_parser().parse_args(["compose", "pair", "--out", str(tmp_path), *argv])

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.brokerconf import render_broker
-from harness.plan import RESERVATIONS, free_ports, make_plan, release_ports
-from harness.tls import make_run_tls
+from harness.deploy.brokerconf import render_broker
+from harness.deploy.plan import RESERVATIONS, free_ports, make_plan, release_ports
+from harness.deploy.tls import make_run_tls
 from harness.topology import (
     TopologyError,
     builtin_names,
@@ -499,7 +499,7 @@ def test_free_ports_never_repeat_across_processes(tmp_path: Path) -> None:
     # each child keeps its reservations until its stdin closes: a port of a child that has exited
     # has lapsed and may rightly be handed out again
     code = (
-        "from harness.plan import free_ports; import json, sys; "
+        "from harness.deploy.plan import free_ports; import json, sys; "
         "print(json.dumps(free_ports(200)), flush=True); sys.stdin.read()"
     )
     procs = [
@@ -534,7 +534,7 @@ def test_lapsed_reservations_are_taken_over_by_one_process_each(tmp_path: Path) 
     for port in range(lo, hi):  # every port's reservation has lapsed (pid 1 was not started at 0)
         (tmp_path / str(port)).write_text(json.dumps({"pid": 1, "created": 0}))
     code = (
-        f"import harness.plan as hp, json, sys; hp.PORT_RANGE = ({lo}, {hi}); sys.stdin.readline(); "
+        f"import harness.deploy.plan as hp, json, sys; hp.PORT_RANGE = ({lo}, {hi}); sys.stdin.readline(); "
         "print(json.dumps(hp.free_ports(30)), flush=True); sys.stdin.read()"
     )
     env = dict(os.environ, BFH_PORT_DIR=str(tmp_path))

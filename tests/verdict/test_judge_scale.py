@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.faultlog import Window
+from harness.contracts.faultlog import Window
 from harness.verdict.checks import PROMISES
 from harness.verdict.checks.witness import lives
 from harness.verdict.view import RunView

@@ -151,8 +151,8 @@ def test_collect_merges_observer_records_and_logs(tmp_path: Path):
 
 
 def test_witness_connector_is_harness_only(tmp_path: Path):
-    from harness.brokerconf import render_broker
-    from harness.plan import make_plan, release_ports
+    from harness.deploy.brokerconf import render_broker
+    from harness.deploy.plan import make_plan, release_ports
     from harness.topology import builtin_topology
 
     plan = make_plan(builtin_topology("pair"), tmp_path)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import paho.mqtt.client as mqtt
 
-from harness.env import Environment
+from harness.run.env import Environment
 from harness.topology import builtin_topology
 from harness.witness import events as ev
 from harness.witness.events import has_consumer, read_events

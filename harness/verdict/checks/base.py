@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.faultkinds import logged_names
+from harness.faults.kinds import logged_names
 from harness.verdict.view import RunView, Window
 
 EXAMPLES = 5

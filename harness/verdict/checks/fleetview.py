@@ -1,7 +1,7 @@
 """A fleet's figures from one run folder: per-agent recovery, the reconnect storm at the brokers,
 deliveries per agent. The fleet promises (checks/fleet.py) judge them; the report draws them.
 
-Only fleet members (harness/fleet.py: `fleet-<group>-<i>`) count; the controllers are judged by
+Only fleet members (harness/agents/fleet.py: `fleet-<group>-<i>`) count; the controllers are judged by
 the other promises like any agent.
 """
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from harness.faultlog import Window
-from harness.fleet import is_member
+from harness.agents.fleet import is_member
+from harness.contracts.faultlog import Window
 from harness.verdict.checks.base import BROKER_OUTAGES, roles
 from harness.verdict.view import RunView
 

@@ -1,0 +1,1 @@
+"""`bfh`: the command line and the commands it starts (demo, doctor, the supervisor of `bfh up`)."""

@@ -1,0 +1,5 @@
+"""`python -m harness.cli`: the same as `bfh`."""
+
+from harness.cli.main import main
+
+raise SystemExit(main())

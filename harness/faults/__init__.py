@@ -1,0 +1,1 @@
+"""Faults: the kinds as data, their actions, schedules and the nemesis that plays them."""

@@ -1,0 +1,97 @@
+"""The conformance catalog as pytest items (collected by the pytest plugin, harness.pytest_plugin.plugin,
+in any repository; this checkout's scenarios/test_catalog.py imports the same function).
+
+Every entry of harness.catalog.scenarios.SCENARIOS runs against real brokers, the fault proxy, the agent
+(the reference agent unless --agent-cmd / --bfh-agent-cmd) and the Spark reconciliation, and is
+judged by harness.verdict. A failure lists every broken promise with its evidence. Select with the
+entries' tags (`-k masterslave`, `-k network`, `-k partition`, `-k security`, `-k protocols`) or
+by name (`--bfh-scenarios masterslave,pause-master`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.catalog import scenarios as catalog
+from harness.run import rounds
+from harness.verdict import Verdict, judge
+
+
+def assert_verdict(result: Any, what: str) -> Verdict:
+    """The run's verdict passes (or is not applicable); the failure lists every broken promise."""
+    v: Verdict | None = result.verdict
+    assert v is not None, f"{what}: the run was not judged; run folder {result.run_dir}"
+    again = judge(result.run_dir)  # the same verdict from disk (bfh judge RUN_DIR)
+    assert (again.verdict, again.broken) == (v.verdict, v.broken), f"re-judged {again.broken} != {v.broken}"
+    assert v.verdict in ("pass", "n/a"), v.message(what)  # never a fail, nor unknown (a checker crashed)
+    return v
+
+
+def entry_id(sc: catalog.Scenario) -> str:
+    return sc.name if sc.topology == "pair" else f"{sc.name}@{sc.topology}"
+
+
+def _params() -> list[Any]:
+    return [
+        pytest.param(
+            sc,
+            id=entry_id(sc),
+            marks=[getattr(pytest.mark, t) for t in sc.tags] + [pytest.mark.broker, pytest.mark.spark],
+        )
+        for sc in catalog.SCENARIOS.values()
+    ]
+
+
+@pytest.mark.parametrize("entry", _params())
+def test_scenario(entry, reports_root, backend_kind, agent_cmd, scenario_record, bfh_rounds, record_property):
+    """Promise: the entry's `what`, judged by every gated checker (--bfh-rounds N: in N rounds)."""
+    if bfh_rounds > 1:
+        return _in_rounds(
+            entry, bfh_rounds, reports_root, backend_kind, agent_cmd, scenario_record, record_property
+        )
+    out = catalog.run(
+        entry,
+        catalog.topology_named(entry.topology),
+        agent_cmd=agent_cmd,
+        reports=reports_root,
+        backend=backend_kind,
+        show_progress=False,
+    )
+    scenario_record(out.result)
+    v = assert_verdict(out.result, f"{entry.name}: {entry.what}")
+    if v.verdict == "n/a":
+        pytest.skip(f"not applicable to this agent: {v.note}")
+
+
+def _in_rounds(entry, n, reports_root, backend_kind, agent_cmd, scenario_record, record_property) -> None:
+    """N rounds of the entry, another seed each; failures of N and the 95 % bound as properties;
+    the first failing round's run folder and replay command head the failure message."""
+    results: list[Any] = []
+
+    def one(i: int) -> rounds.Round:
+        seed = entry.seed + i
+        out = catalog.run(
+            entry,
+            catalog.topology_named(entry.topology),
+            seed=seed,
+            agent_cmd=agent_cmd,
+            reports=reports_root,
+            backend=backend_kind,
+            show_progress=False,
+            label=f"{entry.name}-r{i + 1}",
+        )
+        results.append(out.result)
+        v = out.result.verdict
+        verdict = v.verdict if v is not None else "error"
+        replay = rounds.replay_command(entry.name, seed, agent_cmd, entry.topology)
+        return rounds.Round(i, verdict, out.result.run_dir, replay, v.message(entry.name) if v else "")
+
+    tally = rounds.repeat(entry_id(entry), n, one)
+    first = tally.first_failure
+    scenario_record(results[first.index] if first else results[-1])
+    for k, val in tally.properties():
+        record_property(k, val)
+    print(tally.line())
+    assert not tally.failures, tally.message()

@@ -1,0 +1,1 @@
+"""One run: the environment, the run loop, hand-driven runs and rounds."""

@@ -1,0 +1,234 @@
+"""A run driven by a test's own code (the pytest plugin's `bfh_env` fixture).
+
+The topology comes up behind the fault proxy in its own run folder; the test launches agents on
+the agent contract and applies faults itself (`faults`: a member or a link, roles such as
+`master:pair` resolved when applied); `judge()` then heals, settles, stops the agents, takes the
+environment down and reconciles and judges the folder exactly as a catalog entry is
+(harness.run.runner.execute is the scheduled equivalent).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.agents.launch import AgentProcess, agent_factory, launch_agent
+from harness.faults.apply import Faults, Handle
+from harness.faults.nemesis import Nemesis
+from harness.faults.schedule import Schedule
+from harness.run.env import Environment, new_run_dir
+from harness.run.runner import CATALOG_POLICY, RunResult, _settle, _wait_subscribed, finish
+from harness.topology import Topology
+from harness.verdict import DEFAULT_GATES, Verdict
+
+
+class FaultHandle:
+    """Kill, pause or partition a member or a link of the running environment.
+
+    Targets: a broker, a link, a group, `bridges`, or a role `master:G` / `slave:G` / `members:G`
+    (resolved now). Every window goes to faults.jsonl; `judge()` heals whatever is still open.
+    """
+
+    def __init__(self, faults: Faults) -> None:
+        self.faults = faults
+        self._nemesis = Nemesis(faults, Schedule(steps=[]))  # its role resolution and healing
+
+    def resolve(self, target: str) -> list[str]:
+        return self._nemesis.resolve(target)
+
+    def start(self, kind: str, target: str, **params: Any) -> Handle:
+        """Any fault kind of harness/faults/kinds.py; `heal(handle)` ends it."""
+        return self.faults.start(kind, self.resolve(target), params)
+
+    def kill(self, target: str, timeout: float = 60.0) -> float | None:
+        """kill -9; returns the takeover time (kill to a member serving) for one broker."""
+        h = self.start("kill", target, wait_takeover=True, timeout_s=timeout)
+        return next(iter(h.results.values()), None)
+
+    def pause(self, target: str) -> Handle:
+        return self.start("pause", target)
+
+    def partition(self, target: str) -> Handle:
+        return self.start("partition", target)
+
+    def heal(self, handle: Handle | None = None) -> None:
+        """End one fault (its kind's own heal), or, as a scheduled run ends, every open one, with
+        every stopped broker started again."""
+        if handle is None:
+            self._nemesis.heal_everything()
+        else:
+            self.faults.stop(handle)
+
+
+class HandRun:
+    def __init__(
+        self,
+        topology: Topology,
+        reports: Path,
+        *,
+        backend: str = "local",
+        label: str = "run",
+        agent_cmd: str | None = None,
+        gates: tuple[str, ...] | list[str] = DEFAULT_GATES,
+        params: Mapping[str, Any] | None = None,
+        on_result: Callable[[RunResult], None] | None = None,
+    ) -> None:
+        self.topology, self.reports, self.backend_kind = topology, Path(reports), backend
+        self.label, self.agent_cmd, self.on_result = label, agent_cmd, on_result
+        self.scenario = {"name": label, "what": "a test's own run", "gates": list(gates), "params": {}}
+        self.scenario["params"] = dict(params or {})
+        self.agents: list[AgentProcess] = []
+        self.result: RunResult | None = None
+        self._stack = contextlib.ExitStack()
+        self._launched: dict[str, float] = {}
+        self._t0 = time.monotonic()
+        self._env: Environment | None = None
+        self._faults: FaultHandle | None = None
+
+    # -- up and down -----------------------------------------------------------------------------
+    def __enter__(self) -> HandRun:
+        run_id, run_dir = new_run_dir(self.reports, self.label)
+        self.result = RunResult(run_id, run_dir)
+        env = self._stack.enter_context(
+            Environment.up(self.topology, run_dir, run_id, backend=self.backend_kind)
+        )
+        self._env, self._faults = env, FaultHandle(env.faults)
+        self._obs: dict[str, Any] = {
+            "masters": {g.name: env.backend.master(g.name) for g in self.topology.groups},
+            "not_subscribed": [],
+        }
+        env.record(scenario=self.scenario, schedule=Schedule(steps=[]).model_dump(mode="json"))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the agents (recording how they ended) and take the environment down; idempotent."""
+        if self._env is not None:
+            self._stop_agents()
+            self._env = None
+        self._stack.close()
+
+    @property
+    def env(self) -> Environment:
+        if self._env is None:
+            raise RuntimeError("the environment is down (judge() or close() was called)")
+        return self._env
+
+    @property
+    def run_dir(self) -> Path:
+        assert self.result is not None, "use HandRun in a with block"
+        return self.result.run_dir
+
+    @property
+    def faults(self) -> FaultHandle:
+        self.env  # noqa: B018  # raises once the environment is down
+        assert self._faults is not None
+        return self._faults
+
+    # -- what agents dial ------------------------------------------------------------------------
+    @property
+    def group(self) -> str:
+        """The first master/slave group (the first group when none has two members)."""
+        groups = self.topology.groups
+        return next((g.name for g in groups if g.size > 1), groups[0].name)
+
+    def mb_urls(self, connector: str = "mqtt", group: str | None = None) -> list[str]:
+        return self.env.mb_urls(connector, group or self.group)
+
+    @property
+    def urls(self) -> str:
+        """`mb.urls` of the first group's MQTT connectors, through the fault proxy."""
+        return ",".join(self.mb_urls())
+
+    # -- agents ----------------------------------------------------------------------------------
+    def start_agent(
+        self, command: str | None = None, *, subscribe_wait_s: float = 60.0, **kw: Any
+    ) -> AgentProcess:
+        """Launch one agent (the --agent-cmd agent unless `command`; keywords of
+        harness.agents.launch.agent_factory: count, rate, protocol, qos, name, ...) and wait for its
+        subscriptions."""
+        kw.setdefault("group", self.group)
+        kw.setdefault("name", f"agent-{len(self.agents) + 1}")
+        spec = agent_factory(command=command or self.agent_cmd, **kw)(self.env)[0]
+        self.env.record(agents=[*(a.spec.redacted() for a in self.agents), spec.redacted()])
+        self._launched[spec.name] = time.time()
+        agent = launch_agent(spec, self.run_dir, self.env.run_id)
+        self.agents.append(agent)
+        if spec.workload.get("subscriptions") and subscribe_wait_s:
+            self._obs["not_subscribed"] += _wait_subscribed([agent], subscribe_wait_s)
+        return agent
+
+    def wait_sent(self, n: int, timeout: float = 60.0) -> bool:
+        """Until the agents together logged `n` sent (a point mid-traffic to apply a fault)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for a in self.agents:
+                a.poll()
+            if sum(a.counts["sent"] for a in self.agents) >= n:
+                return True
+            time.sleep(0.2)
+        return False
+
+    def wait_published(self, timeout: float = 300.0, stall_s: float = 45.0) -> bool:
+        """Until every agent sent or dropped its publications; False when it stalled or timed out."""
+        deadline = time.monotonic() + timeout
+        last, last_change = -1, time.monotonic()
+        while time.monotonic() < deadline:
+            for a in self.agents:
+                a.poll()
+            if all(a.publications_done() or not a.alive() for a in self.agents):
+                return True
+            done = sum(a.counts["sent"] + a.counts["dropped"] for a in self.agents)
+            if done != last:
+                last, last_change = done, time.monotonic()
+            elif time.monotonic() - last_change > stall_s:
+                return False
+            time.sleep(0.25)
+        return False
+
+    def _stop_agents(self) -> None:
+        if self.result is None or self._env is None:
+            return
+        self._obs["agents_exited_early"] = [a.spec.name for a in self.agents if not a.alive()]
+        stopped: dict[str, float] = {}
+        for a in self.agents:
+            stopped[a.spec.name] = time.time()
+            self.result.agent_exit[a.spec.name] = a.stop()
+        self._obs.update(
+            agents_launched_ts=self._launched,
+            agents_stopped_ts=stopped,
+            agent_exit=self.result.agent_exit,
+            nemesis_errors=[],
+        )
+        self._env.record(observations=self._obs)
+
+    # -- the verdict -----------------------------------------------------------------------------
+    def judge(self, settle_s: float = 8.0, timeout: float = 300.0) -> Verdict:
+        """Wait for the publications, heal every fault, settle, stop, take the environment down,
+        reconcile and judge (harness.verdict): the verdict a catalog entry would get."""
+        assert self.result is not None, "use HandRun in a with block"
+        result = self.result
+        self._obs["stalled"] = not self.wait_published(timeout)
+        self.faults.heal()
+        _settle(self.agents, min_s=settle_s, quiet_s=min(3.0, settle_s), cap_s=settle_s + 30)
+        self.close()
+        result.wall_s = time.monotonic() - self._t0
+        result.verdict = judge_run(result.run_dir)
+        result.summary = result.verdict_summary()
+        if self.on_result is not None:
+            self.on_result(result)
+        return result.verdict
+
+
+def judge_run(run_dir: Path, gates: list[str] | None = None) -> Verdict:
+    """Reconcile, judge, report and seal a run folder: the runs' one tail (harness.run.runner.finish);
+    `gates` judges it again with those promises gated."""
+    from harness.verdict import judge
+
+    (verdict,) = finish([Path(run_dir)], policy=CATALOG_POLICY)
+    return verdict if gates is None else judge(Path(run_dir), gates)
