@@ -1,8 +1,9 @@
 """The nemesis: runs a schedule's steps at their times against an environment's faults.
 
 Each step runs on its own thread (a kill waits for the takeover without delaying later steps) and
-starts its fault kind (harness/faults/kinds.py); a step with a duration stops it (heals) when it
-ends; `heal_everything` ends the schedule.
+applies its fault through the environment's `Faults` (harness/faults/apply.py: roles resolved when
+the step runs); a step with a duration stops it (heals) when it ends; `heal_everything` ends the
+schedule.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import time
 from dataclasses import dataclass, field
 
 from harness.faults.apply import Faults
-from harness.faults.kinds import START
 from harness.faults.schedule import Schedule, Step
 
 
@@ -33,31 +33,6 @@ class Nemesis:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.last_step_end: float | None = None  # monotonic time the last step finished (healed)
-
-    # -- target resolution ---------------------------------------------------------------------
-    def resolve(self, target: str) -> list[str]:
-        backend, plan = self.faults.backend, self.faults.plan
-        role, _, group = target.partition(":")
-        if role == "bridge":  # bridge:SRC->DST names links, resolved by the faults
-            return [target]
-        if group:
-            members = [b.name for b in plan.members(group)]
-            if not members:
-                raise ValueError(f"unknown group {group!r} in target {target!r}")
-            if role == "members":
-                return members
-            master = backend.master(group)
-            if role == "master":
-                if master is None:
-                    raise ValueError(f"group {group} has no master to target")
-                return [master]
-            if role == "slave":
-                slaves = [m for m in members if m != master and backend.alive(m)]
-                if not slaves:
-                    raise ValueError(f"group {group} has no live slave to target")
-                return slaves[:1]
-            raise ValueError(f"unknown role {role!r} in target {target!r}; use master/slave/members")
-        return [target]
 
     # -- running -------------------------------------------------------------------------------
     def start(self, t0: float | None = None) -> None:
@@ -87,7 +62,7 @@ class Nemesis:
             return
         try:
             outcome.started = time.monotonic() - t0
-            outcome.targets = self.resolve(step.target)
+            outcome.targets = self.faults.resolve(step.target)  # roles resolved as the step runs
             self._apply(step, outcome.targets, t0)
         except Exception as e:  # a step that cannot run is reported, not fatal to the run
             outcome.error = f"{type(e).__name__}: {e}"
@@ -113,12 +88,7 @@ class Nemesis:
         """Stop pending steps, end every open fault and bring every stopped broker back."""
         self._stop.set()
         self.wait(timeout=90)
-        self.faults.heal_all()
-        for b in self.faults.plan.brokers:
-            if not self.faults.backend.alive(b):
-                self.faults.start(START, b)
-        for g in self.faults.plan.topology.groups:
-            self.faults.backend.wait_master(g.name, timeout=60)
+        self.faults.restore()
 
     def errors(self) -> list[str]:
         return [

@@ -17,7 +17,6 @@ from typing import Any
 
 from harness.agents.launch import AgentProcess, agent_factory, launch_agent
 from harness.faults.apply import Faults, Handle
-from harness.faults.nemesis import Nemesis
 from harness.faults.schedule import Schedule
 from harness.run.env import Environment, new_run_dir
 from harness.run.runner import CATALOG_POLICY, RunResult, _settle, _wait_subscribed, finish
@@ -34,14 +33,13 @@ class FaultHandle:
 
     def __init__(self, faults: Faults) -> None:
         self.faults = faults
-        self._nemesis = Nemesis(faults, Schedule(steps=[]))  # its role resolution and healing
 
     def resolve(self, target: str) -> list[str]:
-        return self._nemesis.resolve(target)
+        return self.faults.resolve(target)
 
     def start(self, kind: str, target: str, **params: Any) -> Handle:
-        """Any fault kind of harness/faults/kinds.py; `heal(handle)` ends it."""
-        return self.faults.start(kind, self.resolve(target), params)
+        """Any fault kind of harness/faults/kinds.py (roles resolved now); `heal(handle)` ends it."""
+        return self.faults.start(kind, target, params)
 
     def kill(self, target: str, timeout: float = 60.0) -> float | None:
         """kill -9; returns the takeover time (kill to a member serving) for one broker."""
@@ -58,7 +56,7 @@ class FaultHandle:
         """End one fault (its kind's own heal), or, as a scheduled run ends, every open one, with
         every stopped broker started again."""
         if handle is None:
-            self._nemesis.heal_everything()
+            self.faults.restore()
         else:
             self.faults.stop(handle)
 

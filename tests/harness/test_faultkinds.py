@@ -16,6 +16,7 @@ from harness.contracts.faultlog import FaultLog, Window, read_windows
 from harness.deploy.plan import Plan, make_plan
 from harness.faultproxy.client import ToxiproxyClient
 from harness.faultproxy.launcher import FaultProxyHandle
+from harness.faults.actions import ACTIONS, supports
 from harness.faults.apply import Faults
 from harness.faults.kinds import KINDS, FaultParamsError, LatencyParams, kind, logged_names, markdown_table
 from harness.topology import builtin_topology
@@ -60,6 +61,27 @@ def test_flags_the_verdict_reads() -> None:
     assert logged_names("outage") == {"kill", "stop", "pause", "isolate", "down", "link_down", "partition"}
     names = [n for k in KINDS.values() for n in (k.name, *k.aliases)]
     assert len(names) == len(set(names)), "a name logged for two kinds"
+
+
+def test_every_kind_has_one_action() -> None:
+    assert list(ACTIONS) and set(ACTIONS) == set(KINDS)
+    assert all(a.name == n for n, a in ACTIONS.items())
+
+
+def test_the_kinds_are_data_importing_nothing_of_the_harness() -> None:
+    """The verdict reads the flags: the data module must not pull in backends, proxy or actions."""
+    import ast
+
+    import harness.faults.kinds as data
+
+    tree = ast.parse(Path(data.__file__).read_text(encoding="utf-8"))
+    imported = [
+        n.module if isinstance(n, ast.ImportFrom) else a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        for a in n.names
+    ]
+    assert not [m for m in imported if m and m.startswith("harness")], imported
 
 
 def test_docs_table_is_the_registry() -> None:
@@ -198,7 +220,7 @@ def test_restart_and_start_are_instant_windows(plan, client, tmp_path) -> None:
 
 
 def test_isolate_needs_a_backend_with_networks(plan, client, tmp_path) -> None:
-    assert not kind("isolate").supports(FakeBackend(plan))
+    assert not supports("isolate", FakeBackend(plan)) and supports("isolate", FakeNetworkBackend(plan))
     with pytest.raises(BackendError, match="cannot isolate"):
         faults_for(FakeBackend(plan), client, tmp_path).start("isolate", "a-1")
     assert not windows(tmp_path), "nothing logged for a fault that never started"

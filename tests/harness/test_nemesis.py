@@ -126,8 +126,22 @@ def test_heal_everything_stops_pending_steps_ends_open_faults_and_restores_group
 def test_roles_resolve_when_the_step_runs(tmp_path: Path, target: str, want: list[str]) -> None:
     be = FakeBackend(fake_plan(tmp_path))
     faults = Faults(be.plan, be, FakeProxy(), FaultLog(tmp_path / "f.jsonl", "t"))  # type: ignore[arg-type]
-    assert Nemesis(faults, Schedule()).resolve(target) == want
+    assert faults.resolve(target) == want
     be.kill("a-1")
-    assert Nemesis(faults, Schedule()).resolve("master:a") == ["a-2"]
+    assert faults.resolve("master:a") == ["a-2"]
     with pytest.raises(ValueError, match="no live slave"):
-        Nemesis(faults, Schedule()).resolve("slave:a")
+        faults.resolve("slave:a")
+
+
+def test_faults_start_resolves_roles_itself(tmp_path: Path) -> None:
+    """The one way to apply a fault: a test by hand (FaultHandle) names roles as a schedule does."""
+    be = FakeBackend(fake_plan(tmp_path))
+    faults = Faults(be.plan, be, FakeProxy(), FaultLog(tmp_path / "f.jsonl", "t"))  # type: ignore[arg-type]
+    handle = faults.start("pause", ["master:a", "slave:a"])
+    assert handle.targets == ["a-1", "a-2"] and be.called("pause") == ["a-1", "a-2"]
+    assert faults.kill("master:b") is not None and be.called("kill") == ["b-1"]
+    faults.restore()
+    assert all(be.alive(b) for b in be.plan.brokers) and be.called("start_broker") == ["b-1"]
+    assert be.called("resume") == ["a-1", "a-2"]
+    windows = read_windows(tmp_path / "f.jsonl").windows
+    assert all(w.end is not None for w in windows)
