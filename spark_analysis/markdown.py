@@ -11,17 +11,10 @@ import jinja2
 from spark_analysis.statuses import EXTRA_STATUSES, STATUSES
 
 TEMPLATE = """\
-# Reconciliation: {{ s.run }} — {{ s.reasons | length }} policy violation(s)
+# Reconciliation: {{ s.run }}
 
-{% if s.reasons -%}
-Violations:
-{% for r in s.reasons %}
-- **{{ r.kind }}**: {{ r.count }} (limit {{ r.limit }}) — {{ r.what }}\
-{% if r.examples %}; e.g. {{ r.examples | join(", ") }}{% endif %}
-{%- endfor %}
-{%- else -%}
-No violation of the policy.
-{%- endif %}
+Counts and classes only: the verdict (pass or fail, against the policy's limits) is the judge's
+(analysis/verdict.json, report.html).
 
 | messages | count |
 | --- | ---: |
@@ -60,12 +53,11 @@ Recovery (s from fault start to the first success of each role):
 {{ agent }}/{{ role }}={{ fmt(v) }}{% endfor %}{% endfor %}
 {%- endfor %}
 {% endif %}
-{%- if s.warnings %}
+{%- if s.examples %}
 
-Reported, not violations:
-{% for w in s.warnings %}
-- {{ w.kind }}: {{ w.count }} — {{ w.what }}\
-{% if w.examples %}; e.g. {{ w.examples | join(", ") }}{% endif %}
+Examples per anomaly kind:
+{% for kind, ids in s.examples.items() %}
+- {{ kind }}: {{ ids | join(", ") }}
 {%- endfor %}
 {% endif %}
 """

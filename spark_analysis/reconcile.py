@@ -14,7 +14,7 @@ Spark DataFrames; only per-run aggregates (a few rows per run) come back to the 
 
 The stages, each a module taking and returning named values: inputs (run.json, the fault log),
 ingest (staging), facts, pairs (the classified (message, subscription) rows), aggregates (with
-ordering and attribution), summary (the summaries and the policy's reasons). This module runs
+ordering and attribution), summary (the summaries: counts and evidence). This module runs
 them in order and is the command line.
 """
 
@@ -264,11 +264,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not args.quiet:
         for s in summaries:
-            reasons = "; ".join(f"{r['kind']}={r['count']}" for r in s["reasons"]) or "-"
+            anomalies = ", ".join(s["examples"]) or "-"
             print(
                 f"{s['run']}: reconciled (attempted={s['totals']['attempted']} "
                 f"expected={s['deliveries']['expected']} ok={s['deliveries']['ok']}) "
-                f"policy violations: {reasons} "
+                f"anomaly kinds: {anomalies} "
                 f"-> {s['run_dir']}/analysis/summary.json"
             )
     return 0

@@ -209,7 +209,7 @@ class Outcome:
     @property
     def verdict(self) -> str:
         v = self.result.verdict
-        return v.verdict if v is not None else "fail"
+        return v.verdict if v is not None else "error"  # never judged: not a fail
 
     @property
     def reasons(self) -> list[str]:

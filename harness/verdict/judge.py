@@ -1,8 +1,9 @@
 """The one verdict: every checker runs, the verdict is the list of broken gated promises.
 
 `judge(run_dir)` reads the run from disk (so pytest, `bfh validate`, `bfh run`, `bfh report` and
-`bfh judge RUN_DIR` agree), writes the table into analysis/summary.json (`checks`, `verdict`,
-`broken`, `gates`, `reported`) and returns a `Verdict`.
+`bfh judge RUN_DIR` agree), writes its own file, analysis/verdict.json (`checks`, `verdict`,
+`broken`, `gates`, `reported`, ...), leaves the reconciliation's analysis/summary.json as Spark
+wrote it, and returns a `Verdict`. `judged_summary(run_dir)` is the two read together.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from harness.verdict import blame as blaming
 from harness.verdict import evidence
 from harness.verdict.checks import PROMISES, Check
+from harness.verdict.checks.applicable import PROMISE as APPLICABLE
 from harness.verdict.view import RunView, VerdictError
 
 #: computed and reported on every run, gated only where a scenario names them: a broker finding.
@@ -29,8 +31,8 @@ DEFAULT_GATES: tuple[str, ...] = tuple(p for p in PROMISES if p not in REPORTED_
 #: gated whatever a scenario says: a run that proves nothing, or is judged on evidence that is not
 #: its own, is never a pass
 ALWAYS_GATED = ("non_vacuous", evidence.PROMISE)
-#: every check the judge runs: the promises, then the evidence check (harness/verdict/evidence.py)
-CHECKERS: dict[str, Any] = {**{p.name: p.check for p in PROMISES.values()}, evidence.PROMISE: evidence.check}
+#: the judge's own file (the reconciliation's summary.json is Spark's, never rewritten)
+VERDICT_FILE = "analysis/verdict.json"
 #: gate policies: `all` counts every anomaly; `agent` only those blamed on the agent
 GATE_POLICIES = ("all", "agent")
 #: findings about the brokers: warnings, not gated, under `--gate agent`
@@ -117,30 +119,10 @@ def _evidence_line(e: dict[str, Any]) -> str:
     return f"{e.get('what', '')} ({ids})" if ids else str(e.get("what", ""))
 
 
-def _refused_scheme(v: RunView) -> str:
-    """An agent that exited on a URL scheme it does not support: its promises are not applicable."""
-    early = v.observations.get("agents_exited_early") or []
-    out = []
-    for agent in early:
-        schemes = {u.split("://")[0] for u in v.urls(agent) if "://" in u}
-        connected = any(r.get("event") == "connected" for r in v.records.get(agent, []))
-        said = _agent_output(v, agent).lower()
-        named = sorted(s for s in schemes if s.lower() in said)
-        if named and not connected:
-            out.append(
-                f"{agent} exited without connecting, refusing the {', '.join(named)}:// URLs of its mb.urls"
-            )
-    return "; ".join(out) if out and len(out) == len(v.agents or early) else ""
-
-
-def _agent_output(v: RunView, agent: str) -> str:
-    path = v.run_dir / "agents" / agent / "agent.out"
-    if not path.is_file():  # a FIFO would block
-        return ""
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")[-4000:]
-    except OSError:
-        return ""
+def checkers() -> dict[str, Any]:
+    """Every check the judge runs, read from the registry at each judgement: the promises, then
+    the evidence check (harness/verdict/evidence.py)."""
+    return {**{p.name: p.check for p in PROMISES.values()}, evidence.PROMISE: evidence.check}
 
 
 def _run_checker(name: str, checker: Any, v: RunView) -> Check:
@@ -201,7 +183,10 @@ def judge(
             f"{v.run_dir}: no analysis/summary.json (reconcile it first: bfh reconcile RUN_DIR)"
         )
     _require_evidence(v)
-    refused = _refused_scheme(v)
+    checkers_now = checkers()
+    # "not applicable" is the applicability checker's own result (checks/applicable.py)
+    first = _run_checker(APPLICABLE, checkers_now[APPLICABLE], v) if APPLICABLE in checkers_now else None
+    refused = first.detail if first is not None and first.status == "n/a" else ""
     if not refused and not v.records and not v.observations.get("agent_exit"):
         # a harness run whose agents logged nothing is judged (and fails); a bare folder is an error
         raise VerdictError(_nothing_to_judge(v.run_dir))
@@ -210,10 +195,13 @@ def judge(
     gates = [*gates, *(g for g in ALWAYS_GATED if g not in gates)]
     if any(not isinstance(g, str) for g in gates):
         raise VerdictError(f"{v.run_dir / 'run.json'}: scenario gates must be promise names")
-    unknown = sorted(set(gates) - set(CHECKERS))
+    unknown = sorted(set(gates) - set(checkers_now))
     if unknown:
-        raise VerdictError(f"unknown promise(s) {unknown}; known: {', '.join(CHECKERS)}")
-    checks = [_run_checker(name, checker, v) for name, checker in CHECKERS.items()]
+        raise VerdictError(f"unknown promise(s) {unknown}; known: {', '.join(checkers_now)}")
+    checks = [
+        first if name == APPLICABLE and first else _run_checker(name, checker, v)
+        for name, checker in checkers_now.items()
+    ]
     try:
         blamed = blaming.assign(v)
     except Exception as e:  # noqa: BLE001 - e.g. a messages.parquet pyarrow cannot read
@@ -243,7 +231,7 @@ def judge(
         blaming.counts(blamed),
         blaming.contract(blamed),
     )
-    try:  # written only now that every check is done: blame.parquet, then summary.json
+    try:  # written only now that every check is done: blame.parquet, then verdict.json
         if blamed:
             blaming.write(v, blamed)
         _write(v, out)
@@ -273,8 +261,9 @@ def _agent_only(c: Check, blamed: list[blaming.Blamed]) -> Check:
 
 
 def _write(v: RunView, verdict: Verdict) -> None:
-    summary = dict(v.summary)
-    summary.update(
+    """analysis/verdict.json, the judge's own file: written whole, atomically."""
+    out: dict[str, Any] = dict(
+        run=v.summary.get("run"),
         verdict=verdict.verdict,
         broken=verdict.broken,
         reported=verdict.reported,
@@ -287,18 +276,31 @@ def _write(v: RunView, verdict: Verdict) -> None:
         contract=verdict.contract,
     )
     if verdict.note:
-        summary["note"] = verdict.note
-    path = v.run_dir / "analysis" / "summary.json"
+        out["note"] = verdict.note
+    path = v.run_dir / VERDICT_FILE
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+        tmp.write_text(json.dumps(out, indent=2, default=str) + "\n", encoding="utf-8")
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
-    v.summary.clear()
-    v.summary.update(summary)
+
+
+def read_verdict(run_dir: Path) -> dict[str, Any]:
+    """The last judge's analysis/verdict.json, {} when the run was never judged (or unreadable)."""
+    try:
+        data = json.loads((Path(run_dir) / VERDICT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def judged_summary(run_dir: Path) -> dict[str, Any]:
-    """summary.json as the last judge left it."""
-    return json.loads((Path(run_dir) / "analysis" / "summary.json").read_text(encoding="utf-8"))
+    """The reconciliation's summary.json with the last judge's verdict.json over it (the verdict's
+    keys: `verdict`, `broken`, `checks`, `warnings`, ...), as the readers of a judged run use it.
+    A summary.json judged before verdict.json existed carries those keys itself."""
+    summary: dict[str, Any] = json.loads(
+        (Path(run_dir) / "analysis" / "summary.json").read_text(encoding="utf-8")
+    )
+    summary.update(read_verdict(run_dir))
+    return summary

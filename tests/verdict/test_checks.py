@@ -22,7 +22,7 @@ from harness.verdict.checks import (
     recovery,
     subscription_confirmed,
 )
-from harness.verdict.judge import Verdict
+from harness.verdict.judge import Verdict, judged_summary
 from harness.verdict.view import Window
 
 A, B = "127.0.0.1:1001", "127.0.0.1:1002"  # the proxies of pair-1 and pair-2
@@ -41,7 +41,7 @@ RUN = {
     ],
     "observations": {"masters": {"pair": "pair-1"}, "agents_launched_ts": {"a": 0.0}, "agent_exit": {"a": 0}},
 }
-SUMMARY = {"totals": {"attempted": 1, "acknowledged": 1}, "reasons": [], "policy": {"settle_s": 10.0}}
+SUMMARY = {"totals": {"attempted": 1, "acknowledged": 1}, "policy": {"settle_s": 10.0}}
 
 
 def r(ts: float, event: str, **kw: Any) -> dict[str, Any]:
@@ -209,15 +209,19 @@ def _run_dir(tmp_path: Path, summary: dict | None, logs: bool = True) -> Path:
 
 
 def test_judge_gates_and_writes_the_table(tmp_path: Path):
-    lost = {
-        **SUMMARY,
-        "reasons": [{"kind": "lost", "count": 2, "limit": 0, "examples": ["m1"], "what": "lost"}],
-    }
+    # the reconciliation counts 2 lost (its examples: m1); the policy's limit (0) makes it a violation
+    lost = {**SUMMARY, "deliveries": {"lost": 2}, "examples": {"lost": ["m1"]}}
     v = judge(_run_dir(tmp_path, lost))
     assert v.verdict == "fail" and v.broken == ["at_least_once"]
     assert "BROKEN at_least_once: 2" in v.message() and "msg_id=m1" in v.message()
-    saved = json.loads((tmp_path / "run" / "analysis" / "summary.json").read_text())
+    analysis = tmp_path / "run" / "analysis"
+    saved = json.loads((analysis / "verdict.json").read_text())
     assert saved["verdict"] == "fail" and {c["promise"] for c in saved["checks"]} == {*PROMISES, "evidence"}
+    # the judge leaves the reconciliation's summary.json as it was written
+    assert json.loads((analysis / "summary.json").read_text()) == lost
+    assert judged_summary(tmp_path / "run")["verdict"] == "fail"
+    tolerated = {**lost, "policy": {**lost["policy"], "max_lost": 2}}  # the limit is the policy's
+    assert judge(_run_dir(tmp_path / "tolerated", tolerated)).verdict == "pass"
     again = judge(tmp_path / "run")  # re-judging from disk gives the same verdict
     assert (again.verdict, again.broken) == (v.verdict, v.broken)
 

@@ -47,7 +47,7 @@ def _view() -> RunView:
         "observations": {"agents_launched_ts": {"a": 0.0}, "agents_stopped_ts": {"a": t + 100}},
     }
     faults = [Window("f001-kill", "kill", "p-1", t, t + 1.0)]
-    summary = {"totals": {"attempted": 0, "acknowledged": 0}, "reasons": []}
+    summary = {"totals": {"attempted": 0, "acknowledged": 0}}
     return RunView(Path("/nonexistent"), summary, run, {"a": recs}, faults)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.verdict.checks.applicable import applicable
 from harness.verdict.checks.base import BOUNDS, Check
 from harness.verdict.checks.connections import (
     bounded_retry,
@@ -58,6 +59,9 @@ class Promise:
 PROMISES: dict[str, Promise] = {
     p.name: p
     for p in (
+        Promise(
+            "applicable", "the agent takes what the run gives it (else every promise is n/a)", applicable
+        ),
         Promise("at_least_once", "no acknowledged at-least-once delivery is lost", at_least_once),
         Promise(
             "integrity", "nothing received that was never sent, dropped, or not subscribed to", integrity
@@ -113,6 +117,8 @@ PROMISES: dict[str, Promise] = {
         Promise("no_secret_leak", "no password written to run output", no_secret_leak),
         Promise("non_vacuous", "the run and each fault window carried traffic", non_vacuous),
         Promise("faults_applied", "every fault step took effect (a harness promise)", faults_applied),
-        Promise("policy", "duplicates/malformed records within the verdict policy's limits", policy),
+        Promise(
+            "policy", "duplicates/malformed records within the verdict policy's limits (limits.py)", policy
+        ),
     )
 }

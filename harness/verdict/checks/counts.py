@@ -1,17 +1,20 @@
-"""Promises judged from the reconciliation's counts (analysis/summary.json) and the traffic."""
+"""Promises judged from the reconciliation's counts (analysis/summary.json) and the traffic: the
+counts over the policy's limits (limits.py) are the violations."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from harness.verdict.checks.base import HEALS, Check, rounded, verdict_of
+from harness.verdict.checks.limits import anomalies
 from harness.verdict.checks.serving import never_connected
 from harness.verdict.view import RunView
 
 
 # -- from the reconciliation (analysis/summary.json) -------------------------------------------
 def _policy_items(v: RunView, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
-    return [r for r in v.summary.get("reasons") or [] if isinstance(r, dict) and r.get("kind") in kinds]
+    """The anomalies of `kinds` over the policy's limits."""
+    return [r for r in anomalies(v.summary)[0] if r["kind"] in kinds]
 
 
 def _msg_evidence(v: RunView, msg_ids: list[str], what: str) -> list[dict[str, Any]]:
