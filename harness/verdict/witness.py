@@ -97,6 +97,11 @@ class BrokerView:
     def in_gap(self, broker: str, ts: float) -> bool:
         return any(a <= ts < b for a, b in self.member(broker).gaps) or not self.member(broker).gaps
 
+    def replaying(self, broker: str, ts: float) -> bool:
+        """Within SNAPSHOT_S after a gap's end: the observer's replay of the broker's state is still
+        arriving, and a consumer added as it subscribed can be missing from it (soak round 4)."""
+        return any(b <= ts < b + SNAPSHOT_S for _, b in self.member(broker).gaps)
+
     def has_consumer(self, broker: str, ts: float, ids: set[str] | None, destination: str) -> bool | None:
         """None: unknown (observer gap, or no advisory records at all)."""
         if self.down_reason(broker, ts):
@@ -105,11 +110,12 @@ class BrokerView:
             return None
         if self.consumers(broker, ts, ids, destination):
             return True
-        # replays of what existed before the observer (re)connected arrive after its gap_end
+        # replays of what existed before the observer (re)connected arrive after its gap_end; a
+        # re-replay's find (`resnapshot`: missed by the first replay) existed since some time before
         nxt = self.first_added(broker, ts, ids, destination)
         if nxt and nxt.get("snapshot"):
             ends = [b for a, b in self.member(broker).gaps if b <= ts]
-            if ends and float(nxt["ts"]) - max(ends) <= SNAPSHOT_S:
+            if ends and (nxt.get("resnapshot") or float(nxt["ts"]) - max(ends) <= SNAPSHOT_S):
                 return None
         return False
 

@@ -6,6 +6,11 @@
 //
 // Reconnects on its own; every time it cannot see a broker is an observer_gap_start /
 // observer_gap_end pair. SIGTERM stops it (closing every open window with a gap record).
+// observer_gap_end is written once every advisory subscription is active (what arrived meanwhile
+// is held back and follows it), so a harness that waits for it starts clients the observer sees.
+// A consumer added while the advisory consumers subscribe can be in neither the replay nor the
+// live advisories (soak round 4, issue 35): SNAPSHOT_S after each connect a second advisory
+// consumer re-replays the broker's consumers and the ones missed follow as "resnapshot" records.
 import java.io.FileOutputStream;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
@@ -32,6 +37,9 @@ import org.apache.activemq.transport.TransportListener;
 public class Observer {
     static final int PROBE_MS = 250;
     static final double SNAPSHOT_S = 1.0;
+    static final double RESNAPSHOT_HOLD_S = 1.0; // how long the re-replaying consumer stays open
+    static final String[] ADVISORIES = {"ActiveMQ.Advisory.Connection",
+            "ActiveMQ.Advisory.Consumer.Topic.>", "ActiveMQ.Advisory.Producer.Topic.>"};
     static Writer out;
     static volatile boolean stopping = false;
 
@@ -75,11 +83,20 @@ public class Observer {
         final Map<String, String> clientOf = new ConcurrentHashMap<>(); // connection id -> client id
         final Map<String, String[]> consumers = new ConcurrentHashMap<>(); // id -> client, dest, sub
         final Map<String, String[]> producers = new ConcurrentHashMap<>();
+        final Map<String, Boolean> removed = new ConcurrentHashMap<>(); // consumer ids seen removed
+        final java.util.List<String> held = new java.util.ArrayList<>(); // records before gap_end
 
         boolean connected = false;
 
+        // A record of the current connection: held back until its gap_end is written.
+        synchronized void record(String json) {
+            if (connected) emit(json);
+            else held.add(json);
+        }
+
         // Close the current window of visibility (no-op when there is none).
         synchronized void gapStart(String reason) {
+            held.clear();
             if (!connected) return;
             connected = false;
             // Seen alive up to the last answer; when the observer itself stops, up to now.
@@ -135,25 +152,26 @@ public class Observer {
                     clientOf.clear();
                     consumers.clear();
                     producers.clear();
+                    removed.clear();
                     lastSeen = now();
                     connectedAt = lastSeen;
                     synchronized (this) {
+                        held.clear();
+                    }
+                    for (String t : ADVISORIES) { // each returns once the broker has it (and replayed)
+                        MessageConsumer mc = s.createConsumer(new ActiveMQTopic(t));
+                        mc.setMessageListener(m -> {
+                            if (gen == generation) onAdvisory(m, false);
+                        });
+                    }
+                    synchronized (this) {
                         if (stopping) break;
                         connected = true;
-                        emit(head("observer_gap_end", lastSeen) + "}");
+                        emit(head("observer_gap_end", connectedAt) + "}");
+                        for (String r : held) emit(r);
+                        held.clear();
                     }
-                    for (String t : new String[] {"ActiveMQ.Advisory.Connection",
-                            "ActiveMQ.Advisory.Consumer.Topic.>", "ActiveMQ.Advisory.Producer.Topic.>"}) {
-                        MessageConsumer mc = s.createConsumer(new ActiveMQTopic(t));
-                        mc.setMessageListener(this::onAdvisory);
-                    }
-                    while (!stopping && !failed) {
-                        Thread.sleep(PROBE_MS);
-                        // A round trip proves the broker alive up to now: a paused broker's gap
-                        // starts at its last answer, a killed one's at its last answer too.
-                        ((ActiveMQConnection) c).syncSendPacket(new ConnectionControl(), 2000);
-                        lastSeen = now();
-                    }
+                    probe((ActiveMQConnection) c, s, gen);
                     reason = stopping ? "observer stopping" : "connection lost";
                 } catch (JMSException e) {
                     reason = (connected ? "connection lost: " : "connect failed: ") + e.getMessage();
@@ -179,24 +197,50 @@ public class Observer {
             }
         }
 
-        void onAdvisory(Message m) {
+        // Probe the broker until it fails; re-replay its consumers once, SNAPSHOT_S after connecting.
+        void probe(ActiveMQConnection c, Session s, int gen) throws JMSException, InterruptedException {
+            MessageConsumer again = null;
+            double againAt = 0;
+            while (!stopping && !failed) {
+                Thread.sleep(PROBE_MS);
+                // A round trip proves the broker alive up to now: a paused broker's gap
+                // starts at its last answer, a killed one's at its last answer too.
+                c.syncSendPacket(new ConnectionControl(), 2000);
+                lastSeen = now();
+                if (againAt == 0 && lastSeen - connectedAt >= SNAPSHOT_S) {
+                    again = s.createConsumer(new ActiveMQTopic(ADVISORIES[1]));
+                    again.setMessageListener(m -> {
+                        if (gen == generation) onAdvisory(m, true);
+                    });
+                    againAt = lastSeen;
+                } else if (again != null && lastSeen - againAt >= RESNAPSHOT_HOLD_S) {
+                    again.close();
+                    again = null;
+                }
+            }
+        }
+
+        // resnap: a message of the re-replaying consumer: only consumers not seen yet count.
+        void onAdvisory(Message m, boolean resnap) {
             double t = now();
             lastSeen = t;
             if (!(m instanceof ActiveMQMessage)) return;
             ActiveMQMessage am = (ActiveMQMessage) m;
             DataStructure ds = am.getDataStructure();
+            if (resnap && !(ds instanceof ConsumerInfo)) return;
             // Advisories replayed to a new advisory subscriber (the broker's current state) are
             // addressed to that consumer; live ones are not.
             // (the client may drop that mark, so whatever arrives in the first second after a
             // connect counts as snapshot too: "existed at or before ts", never "added at ts").
             boolean early = t - connectedAt < SNAPSHOT_S;
-            String snap = am.getTargetConsumerId() != null || early ? ",\"snapshot\":true" : "";
+            String snap = resnap ? ",\"snapshot\":true,\"resnapshot\":true"
+                    : am.getTargetConsumerId() != null || early ? ",\"snapshot\":true" : "";
             if (ds instanceof ConnectionInfo) {
                 ConnectionInfo ci = (ConnectionInfo) ds;
                 String id = ci.getConnectionId().toString();
                 clientOf.put(id, String.valueOf(ci.getClientId()));
                 if (ci.getClientId() != null && ci.getClientId().startsWith("bfh-witness-")) return;
-                emit(head("connection_added", t) + ",\"client_id\":" + q(ci.getClientId())
+                record(head("connection_added", t) + ",\"client_id\":" + q(ci.getClientId())
                         + ",\"connection_id\":" + q(id) + ",\"remote\":" + q(ci.getClientIp())
                         + ",\"user\":" + q(ci.getUserName()) + snap + "}");
             } else if (ds instanceof ConsumerInfo) {
@@ -204,6 +248,11 @@ public class Observer {
                 String id = ci.getConsumerId().toString();
                 String client = ci.getClientId() != null ? ci.getClientId()
                         : clientOf.get(ci.getConsumerId().getConnectionId());
+                String[] known = consumers.get(id);
+                // re-replayed: one never seen, or one first seen before its connection (no client)
+                if (resnap && (removed.containsKey(id) || known != null && (known[0] != null || client == null))) {
+                    return;
+                }
                 String[] rec = {client, dest(ci.getDestination()), ci.getSubscriptionName()};
                 consumers.put(id, rec);
                 // lag: the broker's send of the advisory to its arrival here (one clock): the
@@ -213,7 +262,7 @@ public class Observer {
                         : Math.max(am.getBrokerInTime(), am.getTimestamp());
                 double sent = ms / 1000.0;
                 String lag = sent > 0 ? ",\"lag\":" + ts(Math.max(0.0, t - sent)) : "";
-                emit(head("consumer_added", t) + ",\"client_id\":" + q(rec[0]) + ",\"destination\":"
+                record(head("consumer_added", t) + ",\"client_id\":" + q(rec[0]) + ",\"destination\":"
                         + q(rec[1]) + ",\"consumer_id\":" + q(id) + ",\"subscription\":" + q(rec[2])
                         + ",\"network\":" + ci.isNetworkSubscription() + snap + lag + "}");
             } else if (ds instanceof ProducerInfo) {
@@ -221,7 +270,7 @@ public class Observer {
                 String id = pi.getProducerId().toString();
                 String[] rec = {clientOf.get(pi.getProducerId().getConnectionId()), dest(pi.getDestination())};
                 producers.put(id, rec);
-                emit(head("producer_added", t) + ",\"client_id\":" + q(rec[0]) + ",\"destination\":"
+                record(head("producer_added", t) + ",\"client_id\":" + q(rec[0]) + ",\"destination\":"
                         + q(rec[1]) + ",\"producer_id\":" + q(id) + snap + "}");
             } else if (ds instanceof RemoveInfo) {
                 DataStructure gone = ((RemoveInfo) ds).getObjectId();
@@ -230,16 +279,17 @@ public class Observer {
                 if (type.equals("ConnectionId")) {
                     String client = clientOf.remove(id);
                     if (client != null && client.startsWith("bfh-witness-")) return;
-                    emit(head("connection_removed", t) + ",\"client_id\":" + q(client)
+                    record(head("connection_removed", t) + ",\"client_id\":" + q(client)
                             + ",\"connection_id\":" + q(id) + "}");
                 } else if (type.equals("ConsumerId")) {
                     String[] rec = consumers.remove(id);
-                    emit(head("consumer_removed", t) + ",\"client_id\":" + q(rec == null ? null : rec[0])
+                    removed.put(id, Boolean.TRUE);
+                    record(head("consumer_removed", t) + ",\"client_id\":" + q(rec == null ? null : rec[0])
                             + ",\"destination\":" + q(rec == null ? dest(am.getJMSDestination()) : rec[1])
                             + ",\"consumer_id\":" + q(id) + "}");
                 } else if (type.equals("ProducerId")) {
                     String[] rec = producers.remove(id);
-                    emit(head("producer_removed", t) + ",\"client_id\":" + q(rec == null ? null : rec[0])
+                    record(head("producer_removed", t) + ",\"client_id\":" + q(rec == null ? null : rec[0])
                             + ",\"destination\":" + q(rec == null ? null : rec[1])
                             + ",\"producer_id\":" + q(id) + "}");
                 }

@@ -13,13 +13,16 @@ import logging
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from harness import procs
 from harness.deploy.plan import HOST, Plan
-from harness.witness.events import OBSERVER_FILE
+from harness.witness.events import GAP_END, OBSERVER_FILE, read_events
 
 log = logging.getLogger(__name__)
+#: how long `Observer.wait_ready` waits for the observer's first view of every group
+READY_TIMEOUT_S = 20.0
 SOURCE = Path(__file__).with_name("Observer.java")
 JAR_DIRS = (Path("/usr/share/activemq/lib"), Path("/usr/share/java"))
 # The client side of the inactivity monitor: a paused broker is a gap within ~1 s, not 30 s.
@@ -86,13 +89,37 @@ class Observer:
         self.path = path
         self.why_not = why_not
 
+    def wait_ready(self, plan: Plan, timeout: float = READY_TIMEOUT_S) -> bool:
+        """Wait until the observer sees one member of every group (its `observer_gap_end`, written
+        once its advisory subscriptions are active), so clients started next are seen live: a
+        consumer added while the observer subscribes can be missed by the replay (issue 35, soak
+        round 4). False (and a warning, never a failed run) on timeout or without an observer."""
+        if self.proc is None:
+            return False
+        groups: dict[str, set[str]] = {}
+        for b in plan.brokers.values():
+            if b.witness_port:
+                groups.setdefault(b.group, set()).add(b.name)
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = {str(r.get("broker")) for r in read_events(self.path) if r.get("event") == GAP_END}
+            waiting = sorted(g for g, members in groups.items() if not members & seen)
+            if not waiting:
+                return True
+            if time.monotonic() > deadline or not self.proc.alive():
+                log.warning("broker witness observer not ready for %s after %.0f s", waiting, timeout)
+                return False
+            time.sleep(0.05)
+
     def stop(self) -> None:
         if self.proc is not None:
             self.proc.terminate(timeout=5)
             self.proc = None
 
 
-def start(plan: Plan, run_dir: Path, java: str = "java") -> Observer:
+def start(plan: Plan, run_dir: Path, java: str = "java", wait: bool = True) -> Observer:
+    """Start the observer; with `wait`, return once it sees every group (`Observer.wait_ready`):
+    the harness starts the agents next."""
     path = Path(run_dir) / "brokers" / OBSERVER_FILE
     targets = [
         f"{b.name}=tcp://{HOST}:{b.witness_port}?{URL_OPTS}" for b in plan.brokers.values() if b.witness_port
@@ -128,4 +155,7 @@ def start(plan: Plan, run_dir: Path, java: str = "java") -> Observer:
     proc = procs.spawn(
         "witness", cmd, Path(run_dir) / "brokers" / "witness.log", env=env, pid_dir=Path(run_dir) / "pids"
     )
-    return Observer(proc, path)
+    obs = Observer(proc, path)
+    if wait:
+        obs.wait_ready(plan)
+    return obs

@@ -144,10 +144,11 @@ def witnessed_subscriptions(v: RunView) -> tuple[list[dict[str, Any]], int, int]
         if (
             frozen is None
             and not w.down_reason(life.member, life.start)
-            and w.in_gap(life.member, life.start)
+            and (w.in_gap(life.member, life.start) or w.replaying(life.member, life.start))
         ):
-            # claimed while the observer could not see the member: only the replay after its gap
-            # could show the consumer, and a replay can miss one (seen at the observer's start)
+            # claimed while the observer could not see the member, or as it subscribed: only its
+            # replays could show the consumer (the re-snapshot's, seen above, confirms it), and the
+            # first can miss one added meanwhile (soak round 4, issue 35)
             unknown += 1
             continue
         has = False if frozen else w.has_consumer(life.member, at, ids, dest)
