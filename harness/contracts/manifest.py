@@ -25,6 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.contracts import runrecord
+from harness.contracts.runrecord import run_id_of  # run.json's owner; the name stays here too
+
 MANIFEST = "manifest.json"
 VERSION = 1
 #: summary.json keys the judge writes (harness/verdict/judge.py `_write`): not sealed
@@ -156,15 +159,6 @@ def _read_object(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def run_id_of(run: dict[str, Any] | None) -> str | None:
-    """The run id run.json records (the reconciliation's rule: `run`, `run_id` or `id`)."""
-    for key in ("run", "run_id", "id"):
-        value = (run or {}).get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
 def _counts(summary: dict[str, Any] | None) -> dict[str, Any]:
     s = summary or {}
     totals: dict[str, Any] = s["totals"] if isinstance(s.get("totals"), dict) else {}
@@ -176,7 +170,7 @@ def _counts(summary: dict[str, Any] | None) -> dict[str, Any]:
 
 
 # -- writing ----------------------------------------------------------------------------------
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
     """Write to a temporary name in the same folder, then replace: never a half-written file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -188,7 +182,7 @@ def _atomic_write(path: Path, text: str) -> None:
 
 def build(run_dir: Path, run_id: str | None = None) -> dict[str, Any]:
     run_dir = Path(run_dir).resolve()
-    run_id = run_id or run_id_of(_read_object(run_dir / "run.json")) or run_dir.name
+    run_id = run_id or run_id_of(runrecord.read_or_none(run_dir)) or run_dir.name
     files = {rel: describe(run_dir, rel) for rel in evidence_files(run_dir)}
     return {
         "version": VERSION,
@@ -204,11 +198,10 @@ def write(run_dir: Path, run_id: str | None = None) -> Path:
     run.json first says so (`"manifest": "manifest.json"`), so a sealed folder whose manifest
     was removed is not taken for one from before manifests."""
     path = Path(run_dir) / MANIFEST
-    run_path = Path(run_dir) / "run.json"
-    run = _read_object(run_path) if check_kind(run_path) else None
+    run = runrecord.read_or_none(run_dir) if check_kind(runrecord.path_of(run_dir)) else None
     if run is not None and run.get("manifest") != MANIFEST:
-        _atomic_write(run_path, json.dumps({**run, "manifest": MANIFEST}, indent=2, default=str))
-    _atomic_write(path, json.dumps(build(run_dir, run_id), indent=1, sort_keys=True) + "\n")
+        runrecord.update(run_dir, manifest=MANIFEST)
+    atomic_write(path, json.dumps(build(run_dir, run_id), indent=1, sort_keys=True) + "\n")
     return path
 
 
@@ -224,7 +217,7 @@ def reseal_analysis(run_dir: Path) -> bool:
         {rel: describe(run_dir, rel) for rel in evidence_files(run_dir) if rel.startswith("analysis/")}
     )
     new = {**old, "files": files, "counts": _counts(_read_object(Path(run_dir) / SUMMARY))}
-    _atomic_write(path, json.dumps(new, indent=1, sort_keys=True) + "\n")
+    atomic_write(path, json.dumps(new, indent=1, sort_keys=True) + "\n")
     return True
 
 
@@ -255,14 +248,14 @@ def verify(run_dir: Path, analysis: bool = True) -> str | None:
         raise EvidenceError(f"{run_dir}: no such run folder")
     if not check_kind(run_dir / MANIFEST, "the manifest"):
         evidence_files(run_dir, analysis)  # the file kinds are checked all the same
-        run = _read_object(run_dir / "run.json") if check_kind(run_dir / "run.json") else None
+        run = runrecord.read_or_none(run_dir) if check_kind(runrecord.path_of(run_dir)) else None
         if run is not None and run.get("manifest"):
             raise EvidenceError(f"{run_dir / MANIFEST}: missing evidence (run.json says the run was sealed)")
         return f"{run_dir}: no {MANIFEST} (a run folder from before manifests): its evidence is not checked"
     m = load(run_dir)
     run_id = m["run"]
     present = set(evidence_files(run_dir, analysis))  # the file kinds before anything is opened
-    run = _read_object(run_dir / "run.json") if "run.json" in present else None
+    run = runrecord.read_or_none(run_dir) if "run.json" in present else None
     if "run.json" in m["files"] and "run.json" in present and run is None:
         raise EvidenceError(f"{run_dir / 'run.json'}: not a JSON object (altered evidence)")
     if run is not None and run_id_of(run) not in (None, run_id):

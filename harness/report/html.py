@@ -6,282 +6,37 @@ analysis/messages.parquet, faults.jsonl, agents/*/messages.jsonl and run.json. N
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
 from markupsafe import Markup, escape
 
-from harness.contracts.faultlog import read_windows
-from harness.contracts.manifest import EvidenceError, check_kind, run_window, ts_ok
-from harness.contracts.msglog import iter_records
+from harness.contracts.manifest import atomic_write
 from harness.report.fleet import fleet_section
 
+# RunData and the timeline live in their own modules; their names stay importable from here.
+from harness.report.rundata import ReportError, RunData, blame_rows, load_run
+from harness.report.timeline import BLAME_COLOURS, _f, timeline_svg
+
+__all__ = [
+    "ReportError",
+    "RunData",
+    "blame_rows",
+    "fault_rows",
+    "headline",
+    "latency_svg",
+    "load_run",
+    "render_index",
+    "render_report",
+    "run_headline",
+    "timeline_svg",
+    "topology_svg",
+]
+
 TEMPLATES = Path(__file__).parent.parent / "templates"
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
-MAX_MARKERS = 1500  # per anomaly kind drawn on the timeline
-MAX_BINS = 2000  # rate bins on the timeline (a bin is 1 s, or wider for a longer run)
-ANOMALY_COLOURS = {"lost": "#d62728", "duplicated": "#ff9f1c", "dropped": "#7f7f7f", "missed": "#a50f15"}
-BLAME_COLOURS = {
-    "agent": "#1f77b4",
-    "broker": "#9467bd",
-    "fault": "#8c564b",
-    "unknown": "#bbbbbb",
-    "allowed": "#2ca02c",  # what the contract allows (harness/verdict/blame.py ALLOWED)
-}
-
-
-class ReportError(RuntimeError):
-    """The run folder lacks what a report needs (e.g. it was never reconciled)."""
-
-
-@dataclass
-class RunData:
-    run_dir: Path
-    summary: dict[str, Any]
-    run: dict[str, Any]
-    faults: list[dict[str, Any]]  # one per fault_id: fault, target, start, end, params
-    agents: dict[str, list[dict[str, Any]]]
-    messages: list[dict[str, Any]] = field(default_factory=list)  # rows of messages.parquet (few columns)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReportError(f"{path} is missing (was the run reconciled? `bfh reconcile RUN_DIR`)") from None
-    except json.JSONDecodeError as e:
-        raise ReportError(f"{path}: not JSON ({e})") from None
-    return data if isinstance(data, dict) else {}
-
-
-def load_run(run_dir: Path) -> RunData:
-    run_dir = Path(run_dir).resolve()
-    if not run_dir.is_dir():
-        raise ReportError(f"{run_dir}: no such run folder")
-    try:  # regular files only: a FIFO in a log's place would block the report
-        for rel in ("analysis/summary.json", "run.json", "faults.jsonl"):
-            check_kind(run_dir / rel)
-        logs = sorted((run_dir / "agents").glob("*/messages.jsonl"))
-        for log in logs:
-            check_kind(log, "a message log")
-    except EvidenceError as e:
-        raise ReportError(str(e)) from None
-    summary = _read_json(run_dir / "analysis" / "summary.json")
-    run = _read_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
-    # Only times inside the run's window are drawn (a ts in milliseconds, NaN or inf is a
-    # malformed record, counted by the verdict's `evidence` check, not a chart gigabytes wide).
-    window = run_window(run)
-    windows = [
-        {"fault_id": w.fault_id, "fault": w.fault, "target": w.target, "start": w.start, "params": w.params}
-        | ({"end": w.end} if ts_ok(w.end, window) else {})
-        for w in read_windows(run_dir / "faults.jsonl").windows
-        if ts_ok(w.start, window)
-    ]
-    agents = {log.parent.name: [r for r in iter_records(log) if ts_ok(r.get("ts"), window)] for log in logs}
-    messages: list[dict[str, Any]] = []
-    parquet = run_dir / "analysis" / "messages.parquet"
-    if parquet.exists():
-        import pyarrow.parquet as pq
-
-        cols = ["msg_id", "publisher", "state", "first_attempt_ts", "status", "msg_row"]
-        messages = pq.read_table(parquet, columns=cols).to_pylist()
-    return RunData(run_dir, summary, run, windows, agents, messages)
-
-
-# -- SVG helpers -------------------------------------------------------------------------------
-def _f(x: float) -> str:
-    return f"{x:.1f}"
-
-
-def _nice_step(span: float, ticks: int = 8) -> float:
-    raw = max(span / ticks, 1e-9)
-    mag = 10 ** math.floor(math.log10(raw))
-    return next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
-
-
-def _broker_of(run: dict[str, Any]) -> dict[str, str]:
-    """Proxy listen address -> broker name (the agent logs the address it dialled)."""
-    out: dict[str, str] = {}
-    for lk in run.get("links", []):
-        name = str(lk.get("name", ""))
-        broker = name.rsplit("-", 1)[0] if "-" in name else name
-        listen = str(lk.get("listen", ""))
-        out[listen] = broker
-        out[listen.split("://")[-1]] = broker
-    return out
-
-
-def timeline_svg(d: RunData, width: int = 960) -> Markup:
-    """Send/receive rate per agent, shaded fault windows, anomaly markers, connection lanes."""
-    recs = [r for rs in d.agents.values() for r in rs if isinstance(r.get("ts"), (int, float))]
-    ts = [float(r["ts"]) for r in recs] + [f[k] for f in d.faults for k in ("start", "end") if k in f]
-    if not ts:
-        return Markup("<p>no timed records</p>")
-    t0, t1 = min(ts), max(ts)
-    span = max(t1 - t0, 1.0)
-    left, right = 170, 20  # room for the connection lane labels
-    plot_w = width - left - right
-
-    def x(t: float) -> float:
-        return left + (t - t0) / span * plot_w
-
-    names = sorted(d.agents)
-    colour = {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(names)}
-    # Rates per second, in bins of a whole second (wider when the run is longer than MAX_BINS s).
-    bin_s = max(1.0, math.ceil(span / MAX_BINS))
-    n_bins = int(span / bin_s) + 1
-    series: dict[tuple[str, str], list[float]] = {}
-    for a, rs in d.agents.items():
-        for ev in ("sent", "received"):
-            counts = [0] * n_bins
-            for r in rs:
-                if r.get("event") == ev and isinstance(r.get("ts"), (int, float)):
-                    counts[min(max(int((float(r["ts"]) - t0) / bin_s), 0), n_bins - 1)] += 1
-            if any(counts):
-                series[(a, ev)] = [n / bin_s for n in counts]
-    peak = max((max(b) for b in series.values()), default=1) or 1
-    rate_top, rate_h = 30, 180
-    lanes_top = rate_top + rate_h + 40
-    lane_h = 18
-    lanes = [
-        (a, r) for a in names for r in sorted({str(x.get("role")) for x in d.agents[a] if x.get("role")})
-    ]
-    conn_events: dict[tuple[str, str], list[dict[str, Any]]] = {}  # one pass: a scan per lane was quadratic
-    for a in names:
-        for r in d.agents[a]:
-            if r.get("event") in ("connected", "disconnected") and r.get("role"):
-                conn_events.setdefault((a, str(r.get("role"))), []).append(r)
-    height = lanes_top + lane_h * len(lanes) + 50
-    out: list[str] = [
-        f'<svg id="timeline" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="run timeline">'
-    ]
-    # Fault windows, shaded over the whole height, labelled on top.
-    for i, f in enumerate(d.faults):
-        s, e = f.get("start", t0), f.get("end", t1)
-        label = f"{f.get('fault')} {f.get('target')}"
-        new_master = (f.get("params") or {}).get("new_master")
-        if new_master:
-            label += f" → {new_master}"
-        out.append(
-            f'<rect class="fault" x="{_f(x(s))}" y="{rate_top}" width="{_f(max(x(e) - x(s), 2))}" '
-            f'height="{height - rate_top - 30}" fill="#d62728" fill-opacity="0.12">'
-            f"<title>{escape(f.get('fault_id'))}: {escape(label)} ({e - s:.1f} s)</title></rect>"
-        )
-        out.append(
-            f'<text x="{_f(x(s) + 2)}" y="{rate_top - 4 - 10 * (i % 2)}" font-size="10" fill="#a00">'
-            f"{escape(label)}</text>"
-        )
-    # Axes and grid.
-    step = _nice_step(span)
-    tick = 0.0
-    while tick <= span + 1e-9:
-        xx = x(t0 + tick)
-        out.append(f'<line x1="{_f(xx)}" y1="{rate_top}" x2="{_f(xx)}" y2="{height - 30}" stroke="#eee"/>')
-        out.append(
-            f'<text x="{_f(xx)}" y="{height - 16}" font-size="10" text-anchor="middle">{tick:g}s</text>'
-        )
-        tick += step
-    base = rate_top + rate_h
-    out.append(f'<line x1="{left}" y1="{base}" x2="{width - right}" y2="{base}" stroke="#333"/>')
-    out.append(f'<line x1="{left}" y1="{rate_top}" x2="{left}" y2="{base}" stroke="#333"/>')
-    out.append(f'<text x="{left - 6}" y="{rate_top + 8}" font-size="10" text-anchor="end">{peak:g}/s</text>')
-    out.append(f'<text x="{left - 6}" y="{base}" font-size="10" text-anchor="end">0</text>')
-    legend_x = left + 8
-    for (a, ev), bins in series.items():
-        pts = " ".join(
-            f"{_f(x(t0 + (i + 0.5) * bin_s))},{_f(base - v / peak * rate_h)}" for i, v in enumerate(bins)
-        )
-        dash = "" if ev == "sent" else ' stroke-dasharray="5,3"'
-        out.append(
-            f'<polyline class="rate" points="{pts}" fill="none" stroke="{colour[a]}" '
-            f'stroke-width="1.5"{dash}>'
-            f"<title>{escape(a)} {ev} per second</title></polyline>"
-        )
-        out.append(
-            f'<text x="{legend_x}" y="{rate_top + 14}" font-size="10" fill="{colour[a]}">'
-            f"{'—' if ev == 'sent' else '- -'} {escape(a)} {ev}/s</text>"
-        )
-        legend_x += 150
-    # Anomaly markers at send time, just under the rate axis.
-    marks: Counter[str] = Counter()
-    blamed = blame_rows(d.run_dir)
-    for m in d.messages:
-        kind = "dropped" if m.get("state") == "dropped" else m.get("status")
-        if kind in ANOMALY_COLOURS and m.get("first_attempt_ts"):
-            if kind == "dropped" and not m.get("msg_row"):
-                continue
-            marks[kind] += 1
-            if marks[kind] > MAX_MARKERS:  # the legend still counts them; the page stays light
-                continue
-            xx = x(float(m["first_attempt_ts"]))
-            bl = blamed.get(str(m.get("msg_id")))  # the mark's outline: whose fault (blame.parquet)
-            edge = f' stroke="{BLAME_COLOURS.get(bl["blame"], "#000")}" stroke-width="2"' if bl else ""
-            why = f" — blame {bl['blame']}: {'; '.join(bl['evidence'][:2])}" if bl else ""
-            out.append(
-                f'<path class="anomaly {kind}" d="M{_f(xx)},{base + 4} l-4,8 h8 z" '
-                f'fill="{ANOMALY_COLOURS[kind]}"{edge}><title>{kind}: {escape(m.get("msg_id"))}'
-                f"{escape(why)}</title></path>"
-            )
-    # Connection lanes: which broker each agent role was on, and when it was disconnected.
-    brokers = _broker_of(d.run)
-    seen = {
-        brokers.get(str(r.get("broker")), str(r.get("broker")))
-        for rs in d.agents.values()
-        for r in rs
-        if r.get("event") == "connected"
-    }
-    bcolour = {
-        b: PALETTE[(i + 3) % len(PALETTE)] for i, b in enumerate(sorted(seen))
-    }  # only brokers agents used
-    for li, (a, role) in enumerate(lanes):
-        y = lanes_top + li * lane_h
-        label = f"{a}:{role.replace('subscriber:', 'sub:')}"
-        if len(label) > 30:  # the label column is `left` px wide; keep the distinctive tail
-            label = "…" + label[-29:]
-        out.append(
-            f'<text x="{left - 4}" y="{y + 12}" font-size="9" text-anchor="end">'
-            f"<title>{escape(a)}:{escape(role)}</title>{escape(label)}</text>"
-        )
-        cur: tuple[float, str] | None = None
-        evs = conn_events.get((a, role), [])
-        for r in evs + [{"event": "end", "ts": t1}]:
-            if cur is not None:
-                s, b = cur
-                out.append(
-                    f'<rect class="conn" x="{_f(x(s))}" y="{y + 2}" '
-                    f'width="{_f(max(x(float(r["ts"])) - x(s), 1))}" height="{lane_h - 4}" '
-                    f'fill="{bcolour.get(b, "#999")}">'
-                    f"<title>{escape(a)} {escape(role)} on {escape(b)}</title></rect>"
-                )
-                cur = None
-            if r.get("event") == "connected":
-                b = brokers.get(str(r.get("broker")), str(r.get("broker")))
-                cur = (float(r["ts"]), b)
-            elif r.get("event") == "disconnected":
-                xx = x(float(r["ts"]))
-                out.append(
-                    f'<line x1="{_f(xx)}" y1="{y}" x2="{_f(xx)}" y2="{y + lane_h}" '
-                    'stroke="#000" stroke-width="0.6"/>'
-                )
-    ly = height - 4
-    lx = left
-    for b, c in bcolour.items():
-        out.append(f'<rect x="{lx}" y="{ly - 8}" width="10" height="8" fill="{c}"/>')
-        out.append(f'<text x="{lx + 13}" y="{ly}" font-size="10">on {escape(b)}</text>')
-        lx += 110
-    for k, n in marks.items():
-        out.append(f'<path d="M{lx + 4},{ly - 9} l-4,8 h8 z" fill="{ANOMALY_COLOURS[k]}"/>')
-        out.append(f'<text x="{lx + 12}" y="{ly}" font-size="10">{k} ({n})</text>')
-        lx += 110
-    out.append("</svg>")
-    return Markup("".join(out))
 
 
 def latency_svg(histogram: list[list[int]], width: int = 480, height: int = 200) -> Markup:
@@ -452,16 +207,6 @@ def _files(run_dir: Path) -> list[tuple[str, str]]:
     return out
 
 
-def blame_rows(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """msg_id -> its first anomalous delivery's blame row (analysis/blame.parquet, harness.verdict)."""
-    from harness.verdict import blame
-
-    out: dict[str, dict[str, Any]] = {}
-    for r in blame.read(run_dir, columns=["msg_id", "status", "blame", "evidence"]):
-        out.setdefault(str(r["msg_id"]), r)
-    return out
-
-
 def render_report(run_dir: Path) -> Path:
     """Write RUN_DIR/report.html and RUN_DIR/summary.md; return the html path. The verdict and the
     promise table are harness.verdict's, as summary.json holds them (never decided here)."""
@@ -476,14 +221,9 @@ def render_report(run_dir: Path) -> Path:
         _drop_stale(out, md)
         what = f"{type(e).__name__}: {e}".splitlines()[0][:300]
         raise ReportError(f"{out.parent}: the report could not be rendered ({what})") from None
-    try:  # each file whole or not at all: a temporary name in the same folder, then replaced
+    try:  # each file whole or not at all
         for path, content in ((out, html), (md, text)):
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            try:
-                tmp.write_text(content, encoding="utf-8")
-                os.replace(tmp, path)
-            finally:
-                tmp.unlink(missing_ok=True)
+            atomic_write(path, content)
     except OSError as e:
         _drop_stale(out, md)
         raise ReportError(f"{out.parent}: cannot write the report: {e.strerror or e}") from None
