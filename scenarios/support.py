@@ -55,10 +55,13 @@ def received_after(run_dir: Path, fault: str) -> list[dict[str, Any]]:
     return [r for r in agent_records(run_dir, "received") if r["ts"] > ends[0]]
 
 
-def scenario_runner(reports_root: Path, backend: str, agent_cmd: str | None, record: Any) -> Any:
+def scenario_runner(
+    reports_root: Path, backend: str, agent_cmd: str | None, record: Any, agent_protocol: str | None = None
+) -> Any:
     """A `run(topology, schedule, label, **agent_kw)` callable for ad-hoc scenarios (docker tests).
 
-    `agent_cmd` (pytest --agent-cmd) replaces the reference agent; `agents=` takes a factory.
+    `agent_cmd` (pytest --bfh-agent-cmd-only) replaces the reference agent, speaking
+    `agent_protocol` (--bfh-agent-protocol) when given; `agents=` takes a factory.
     """
     from harness.agents.launch import agent_factory
     from harness.catalog.scenarios import POLICY
@@ -67,6 +70,8 @@ def scenario_runner(reports_root: Path, backend: str, agent_cmd: str | None, rec
     def run(topology: Any, schedule: Any, label: str, agents: Any = None, **agent_kw: Any) -> Any:
         if agent_cmd and "command" not in agent_kw:
             agent_kw["command"] = agent_cmd
+            if agent_protocol:
+                agent_kw.setdefault("command_protocol", agent_protocol)
         result = execute(
             topology,
             agents if agents is not None else agent_factory(**agent_kw),

@@ -25,9 +25,6 @@ REFERENCE_COMMAND = (
     "{python} -m agent_under_test.reference --config {config} --workload {workload} --log {log}"
 )
 SECRET_KEYS = ("mb.password",)
-# The one protocol an agent command speaks, when registered (pytest --agent-protocol): it overrides
-# the protocol a scenario asks of agent_factory, so the workload and mb.urls match what it can do.
-COMMAND_PROTOCOLS: dict[str, str] = {}
 
 
 class AgentError(RuntimeError):
@@ -181,14 +178,17 @@ def agent_factory(
     name: str = "agent-1",
     username: str = "",
     password: str = "",
+    command_protocol: str | None = None,
 ) -> Callable[[Any], list[AgentSpec]]:
     """One agent that subscribes and publishes through `mb.urls` = the proxies of `group`.
 
+    `command_protocol` (pytest --bfh-agent-protocol): the one protocol the command speaks; it
+    overrides `protocol`, so the workload and mb.urls match what the agent can do.
     The returned callable takes the running Environment (it needs the proxy addresses).
     """
 
     def make(env: Any) -> list[AgentSpec]:
-        proto = COMMAND_PROTOCOLS.get(command or REFERENCE_COMMAND, protocol)
+        proto = command_protocol or protocol
         urls = env.mb_urls(proto if proto in ("stomp", "openwire") else "mqtt", group)
         if url_order:
             urls = url_order(urls)

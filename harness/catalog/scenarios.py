@@ -29,7 +29,7 @@ from harness.run.runner import CATALOG_POLICY as POLICY
 from harness.run.runner import AgentFactory, RunError, RunResult, execute
 from harness.topology import Topology
 
-#: the gate policy of runs that name none (harness.verdict.judge GATE_POLICIES; pytest --gate sets it)
+#: the gate policy of runs that name none (harness.verdict.judge GATE_POLICIES; run(gate=...) overrides it)
 GATE = "all"
 NETWORK_WARMUP_S = 4.0  # time for a subscription's demand to reach the bridges before publishing
 #: agents per group for every entry that takes a fleet (pytest --bfh-fleet sets it); None: each
@@ -96,15 +96,18 @@ def _hostile_first(group: str, protocol: str, count: int, command: str | None) -
     return make
 
 
-def _agents(sc: Scenario, topology: Topology, command: str | None) -> tuple[AgentFactory, dict[str, str]]:
-    """The agent factory of an entry, and the targets its steps name."""
+def _agents(
+    sc: Scenario, topology: Topology, command: str | None, command_protocol: str | None = None
+) -> tuple[AgentFactory, dict[str, str]]:
+    """The agent factory of an entry, and the targets its steps name; `command_protocol`, the one
+    protocol the agent command speaks, replaces the entry's."""
     if sc.needs == "bridge":
         if not topology.bridges:
             raise CatalogError(
                 f"scenario {sc.name!r} needs a network bridge; topology {topology.name!r} has none"
             )
         b = topology.bridges[0]
-        proto = _protocol(sc, topology, b.target)
+        proto = command_protocol or _protocol(sc, topology, b.target)
         return combine(
             agent_factory(name="sub-b", group=b.target, protocol=proto, count=0, command=command),
             agent_factory(
@@ -122,7 +125,7 @@ def _agents(sc: Scenario, topology: Topology, command: str | None) -> tuple[Agen
             f"scenario {sc.name!r} needs a master/slave group; topology {topology.name!r} has none"
         )
     g = pairs[0]
-    proto = _protocol(sc, topology, g)
+    proto = command_protocol or _protocol(sc, topology, g)
     kw: dict[str, Any] = {
         "group": g,
         "protocol": proto,
@@ -178,6 +181,7 @@ def build(
     seed: int | None = None,
     agent_cmd: str | None = None,
     fleet: int | None = None,
+    agent_protocol: str | None = None,
 ) -> ScenarioRun:
     sc = name if isinstance(name, Scenario) else SCENARIOS.get(name)
     if sc is None:
@@ -187,7 +191,7 @@ def build(
         sc = replace(sc, params={**sc.params, "fleet": sc.fleet})
     if sc.needs == "users" and not topology.users:
         raise CatalogError(f"scenario {sc.name!r} needs users; topology {topology.name!r} has none")
-    agents, where = _agents(sc, topology, agent_cmd)
+    agents, where = _agents(sc, topology, agent_cmd, agent_protocol)
     steps = [s.model_copy(update={"target": s.target.format(**where)}) for s in sc.steps]
     schedule = Schedule(seed=sc.seed if seed is None else seed, steps=steps, settle_s=sc.settle_s)
     return ScenarioRun(sc, schedule, agents, NETWORK_WARMUP_S if sc.agents == "network" else 0.0)
@@ -231,9 +235,11 @@ def run(
     label: str | None = None,
     gate: str | None = None,
     fleet: int | None = None,
+    agent_protocol: str | None = None,
 ) -> Outcome:
-    """Run one catalog entry end to end (its own environment); judged and reported by the runner."""
-    plan = build(name, topology, seed, agent_cmd, fleet)
+    """Run one catalog entry end to end (its own environment); judged and reported by the runner.
+    `agent_protocol`: the one protocol `agent_cmd` speaks (its workload and mb.urls use it)."""
+    plan = build(name, topology, seed, agent_cmd, fleet, agent_protocol)
     sc = plan.scenario
     try:
         result = execute(

@@ -41,6 +41,7 @@ class RunOptions:
     backend: str = "local"
     gate: str | None = None
     fleet: int | None = None  # N agents per group (harness/agents/fleet.py)
+    agent_protocol: str | None = None  # the one protocol agent_cmd speaks (pytest --bfh-agent-protocol)
 
 
 @dataclass
@@ -89,7 +90,9 @@ def plan_rows(topology: Topology, faults: list[str] | None, groups: list[str] | 
 
 def _run_row(topology: Topology, row: Row, paths: list[dict[str, Any]], opts: RunOptions) -> Path:
     fleet = opts.fleet
-    factory = workload.agents(topology, paths, row.count, row.rate, row.timeout_s, opts.agent_cmd, fleet)
+    factory = workload.agents(
+        topology, paths, row.count, row.rate, row.timeout_s, opts.agent_cmd, fleet, opts.agent_protocol
+    )
     from harness.verdict import DEFAULT_GATES
 
     params: dict[str, Any] = {**row.params, "paths": paths}

@@ -58,10 +58,11 @@ def agents(
     timeout_s: int,
     command: str | None,
     fleet: int | None = None,
+    command_protocol: str | None = None,
 ) -> AgentFactory:
     """With `fleet` N, each group's subscriber is N agents: `sub-<group>` (the one the paths
     promise reads) and N - 1 fleet members (harness/agents/fleet.py) with the same subscriptions."""
-    proto = protocol_of(topology)
+    proto = command_protocol or protocol_of(topology)  # the agent command's one protocol, if named
     factories = []
     for g in topology.groups:
         mine = [p for p in paths if p["to"] == g.name]

@@ -10,7 +10,6 @@ by that venv: GitHub's gate with the reference agent must pass, GitLab's with a 
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
@@ -22,7 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.install.venv import REPO, clean_env, ok, run
+from tests.install.venv import REPO, ok, run
+from tests.install.venv import venv_env as _venv_env
 
 TEMPLATES = REPO / "ci-templates"
 AGENT_REPO = Path(__file__).with_name("agent_repo")
@@ -37,14 +37,6 @@ def _team_repo(tmp: Path) -> Path:
     shutil.copytree(AGENT_REPO, repo, ignore=shutil.ignore_patterns("__pycache__"))
     assert REPO not in repo.resolve().parents
     return repo
-
-
-def _venv_env(venv: Path, **extra: str) -> dict[str, str]:
-    # not this session's pytest/xdist state: the team's pytest is a session of its own
-    env = {k: v for k, v in clean_env().items() if not k.startswith(("PYTEST_", "BFH_SPARK_CONNECT"))}
-    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    env.update(extra)
-    return env
 
 
 def _lines(block: str | list[str]) -> list[str]:

@@ -37,6 +37,15 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
 
 
+def venv_env(venv: Path, **extra: str) -> dict[str, str]:
+    """The environment of a command in the installed venv, as a team's shell would have it.
+    Not this session's pytest/xdist state: the team's pytest is a session of its own."""
+    env = {k: v for k, v in clean_env().items() if not k.startswith(("PYTEST_", "BFH_SPARK_CONNECT"))}
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env.update(extra)
+    return env
+
+
 def build_installed(tmp: Path) -> Path:
     """Build the wheel from a copy of the sources and install it into tmp/venv; returns the venv."""
     assert REPO not in tmp.parents, "the temp dir must be outside the checkout"

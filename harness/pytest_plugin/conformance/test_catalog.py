@@ -2,7 +2,7 @@
 in any repository; this checkout's scenarios/test_catalog.py imports the same function).
 
 Every entry of harness.catalog.scenarios.SCENARIOS runs against real brokers, the fault proxy, the agent
-(the reference agent unless --agent-cmd / --bfh-agent-cmd) and the Spark reconciliation, and is
+(the reference agent unless --bfh-agent-cmd / --bfh-agent-cmd-only) and the Spark reconciliation, and is
 judged by harness.verdict. A failure lists every broken promise with its evidence. Select with the
 entries' tags (`-k masterslave`, `-k network`, `-k partition`, `-k security`, `-k protocols`) or
 by name (`--bfh-scenarios masterslave,pause-master`).
@@ -10,6 +10,9 @@ by name (`--bfh-scenarios masterslave,pause-master`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,48 +47,75 @@ def _params() -> list[Any]:
     ]
 
 
-@pytest.mark.parametrize("entry", _params())
-def test_scenario(entry, reports_root, backend_kind, agent_cmd, scenario_record, bfh_rounds, record_property):
-    """Promise: the entry's `what`, judged by every gated checker (--bfh-rounds N: in N rounds)."""
-    if bfh_rounds > 1:
-        return _in_rounds(
-            entry, bfh_rounds, reports_root, backend_kind, agent_cmd, scenario_record, record_property
+@dataclass(frozen=True)
+class _Session:
+    """What every catalog run of the session shares (the plugin's fixtures)."""
+
+    reports: Path
+    backend: str
+    agent_cmd: str | None
+    agent_protocol: str | None
+    gate: str
+    fleet: int | None
+
+    def run(self, entry: catalog.Scenario, **kw: Any) -> catalog.Outcome:
+        return catalog.run(
+            entry,
+            catalog.topology_named(entry.topology),
+            agent_cmd=self.agent_cmd,
+            reports=self.reports,
+            backend=self.backend,
+            show_progress=False,
+            gate=self.gate,
+            # --bfh-fleet resizes the fleet entries only (a single-agent entry stays one agent)
+            fleet=self.fleet if entry.agents == "fleet" else None,
+            agent_protocol=self.agent_protocol,
+            **kw,
         )
-    out = catalog.run(
-        entry,
-        catalog.topology_named(entry.topology),
-        agent_cmd=agent_cmd,
-        reports=reports_root,
-        backend=backend_kind,
-        show_progress=False,
-    )
+
+
+@pytest.mark.parametrize("entry", _params())
+def test_scenario(
+    entry: catalog.Scenario,
+    reports_root: Path,
+    backend_kind: str,
+    agent_cmd: str | None,
+    bfh_agent_protocol: str | None,
+    bfh_gate: str,
+    bfh_fleet: int | None,
+    scenario_record: Callable[[Any], None],
+    bfh_rounds: int,
+    record_property: Callable[[str, object], None],
+) -> None:
+    """Promise: the entry's `what`, judged by every gated checker (--bfh-rounds N: in N rounds)."""
+    session = _Session(reports_root, backend_kind, agent_cmd, bfh_agent_protocol, bfh_gate, bfh_fleet)
+    if bfh_rounds > 1:
+        return _in_rounds(entry, bfh_rounds, session, scenario_record, record_property)
+    out = session.run(entry)
     scenario_record(out.result)
     v = assert_verdict(out.result, f"{entry.name}: {entry.what}")
     if v.verdict == "n/a":
         pytest.skip(f"not applicable to this agent: {v.note}")
 
 
-def _in_rounds(entry, n, reports_root, backend_kind, agent_cmd, scenario_record, record_property) -> None:
+def _in_rounds(
+    entry: catalog.Scenario,
+    n: int,
+    session: _Session,
+    scenario_record: Callable[[Any], None],
+    record_property: Callable[[str, object], None],
+) -> None:
     """N rounds of the entry, another seed each; failures of N and the 95 % bound as properties;
     the first failing round's run folder and replay command head the failure message."""
     results: list[Any] = []
 
     def one(i: int) -> rounds.Round:
         seed = entry.seed + i
-        out = catalog.run(
-            entry,
-            catalog.topology_named(entry.topology),
-            seed=seed,
-            agent_cmd=agent_cmd,
-            reports=reports_root,
-            backend=backend_kind,
-            show_progress=False,
-            label=f"{entry.name}-r{i + 1}",
-        )
+        out = session.run(entry, seed=seed, label=f"{entry.name}-r{i + 1}")
         results.append(out.result)
         v = out.result.verdict
         verdict = v.verdict if v is not None else "error"
-        replay = rounds.replay_command(entry.name, seed, agent_cmd, entry.topology)
+        replay = rounds.replay_command(entry.name, seed, session.agent_cmd, entry.topology)
         return rounds.Round(i, verdict, out.result.run_dir, replay, v.message(entry.name) if v else "")
 
     tally = rounds.repeat(entry_id(entry), n, one)

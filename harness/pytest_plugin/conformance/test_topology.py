@@ -15,17 +15,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "bfh_row" not in metafunc.fixturenames:
         return
     from harness.coverage import plan_rows
+    from harness.pytest_plugin.options import settings
     from harness.topology import load_topology
 
-    opt = metafunc.config.getoption("bfh_topology")
+    s = settings(metafunc.config)
+    opt = s.topology
     if not opt:  # collected by path without the option: nothing to validate
         metafunc.parametrize(
             "bfh_row", [pytest.param(None, marks=pytest.mark.skip(reason="give --bfh-topology"))]
         )
         return
     topology = load_topology(opt)
-    faults = metafunc.config.getoption("bfh_faults")
-    rows = plan_rows(topology, faults.split(",") if faults else None, None)
+    rows = plan_rows(topology, list(s.faults) if s.faults else None, None)
     metafunc.parametrize(
         "bfh_row",
         [pytest.param((topology, r), id=r.key, marks=[pytest.mark.broker, pytest.mark.spark]) for r in rows],
@@ -33,11 +34,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def test_topology_row(
-    bfh_row: Any, reports_root: Any, backend_kind: str, agent_cmd: str | None, pytestconfig: Any
+    bfh_row: Any,
+    reports_root: Any,
+    backend_kind: str,
+    agent_cmd: str | None,
+    bfh_agent_protocol: str | None,
+    bfh_fleet: int | None,
 ) -> None:
     """Promise: every path the topology requires delivers under this fault, and every gated promise holds."""
     topology, row = bfh_row
-    fleet = pytestconfig.getoption("bfh_fleet")
-    opts = RunOptions(agent_cmd=agent_cmd, reports=reports_root, backend=backend_kind, fleet=fleet)
+    opts = RunOptions(
+        agent_cmd=agent_cmd,
+        reports=reports_root,
+        backend=backend_kind,
+        fleet=bfh_fleet,
+        agent_protocol=bfh_agent_protocol,
+    )
     r = run_row(topology, row, opts)
     assert r.verdict != "fail", failure_message(r)
