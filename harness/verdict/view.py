@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from harness.contracts import manifest
+from harness.contracts import manifest, runrecord
 from harness.contracts.faultlog import Window, read_windows
 from harness.contracts.msglog import iter_records
 from harness.verdict.witness import BrokerView
@@ -88,7 +88,8 @@ def _count(value: Any) -> bool:
 
 
 def check_summary(path: Path, summary: dict[str, Any]) -> None:
-    """summary.json's counts are counts (non-negative integers), its reasons a list of objects."""
+    """summary.json's counts are counts (non-negative integers), its examples lists per kind (the
+    reasons of a folder reconciled before the verdict owned the limits: a list of objects)."""
     for key in ("totals", "deliveries", "ghosts"):
         part = summary.get(key)
         if part is None:
@@ -106,6 +107,11 @@ def check_summary(path: Path, summary: dict[str, Any]) -> None:
         or any(not isinstance(r, dict) or not _count(r.get("count")) for r in reasons)
     ):
         raise VerdictError(f"{path}: `reasons` is not a list of {{kind, count, ...}} objects")
+    examples = summary.get("examples")
+    if examples is not None and (
+        not isinstance(examples, dict) or any(not isinstance(x, list) for x in examples.values())
+    ):
+        raise VerdictError(f"{path}: `examples` is not an object of msg_id lists per anomaly kind")
     if summary.get("policy") is not None and not isinstance(summary["policy"], dict):
         raise VerdictError(f"{path}: `policy` is not an object")
     if summary.get("run") is not None and not isinstance(summary["run"], str):
@@ -150,8 +156,11 @@ class RunView:
         if summary is None:
             summary = _read_json(summary_path) or {}
         check_summary(summary_path, summary)
-        run_path = run_dir / "run.json"
-        run = _read_json(run_path)
+        run_path = runrecord.path_of(run_dir)
+        try:
+            run = runrecord.read(run_dir)
+        except runrecord.RunRecordError as e:
+            raise VerdictError(str(e)) from None
         check_run_record(run_path, run or {})
         run_id = manifest.run_id_of(run)
         other = summary.get("run")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
+from harness.verdict.checks.limits import anomalies
 from spark_analysis.testing.synth import History, Msg, Sub
 
 pytestmark = [pytest.mark.spark, pytest.mark.extended, pytest.mark.timeout(900)]
@@ -166,4 +167,4 @@ def test_spark_submit_on_standalone_cluster(cluster):
         summary["deliveries"]["lost"],
         summary["deliveries"]["duplicated"],
     ) == (1, 1, 1)
-    assert [r["kind"] for r in summary["reasons"]] == ["lost"]
+    assert [r["kind"] for r in anomalies(summary)[0]] == ["lost"]
