@@ -95,7 +95,7 @@ def validate_topology(
         if r.run_dir is None:
             continue
         summary_file = r.run_dir / "analysis" / "summary.json"
-        summary = _read(summary_file)
+        summary = {**_read(summary_file), **_read(r.run_dir / "analysis" / "verdict.json")}  # + the judge's
         entries.append(
             {"name": r.row.key, **headline(summary), "broken": r.broken, "run_dir": str(r.run_dir)}
         )
