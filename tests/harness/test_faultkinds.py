@@ -22,7 +22,7 @@ from harness.faults.kinds import KINDS, FaultParamsError, LatencyParams, kind, l
 from harness.topology import builtin_topology
 from tests.faultproxy.util import builtin_fault_proxy
 
-from .fakes import FakeBackend, FakeNetworkBackend
+from .fakes import FakeBackend, FakeNetworkBackend, FakeProxy, fake_plan
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "scenarios.md"
 
@@ -295,3 +295,46 @@ def test_heal_all_heals_each_open_window_as_its_kind_heals(plan, client, tmp_pat
         "pause",
     ]
     assert not faults.open_windows()
+
+
+class BareContext:
+    """The least a fault action may use (harness.faults.context.FaultContext): no `Faults`."""
+
+    def __init__(self, backend: FakeBackend) -> None:
+        self.backend = backend
+        self.proxy = FakeProxy()
+        self.opened: dict[str, tuple[str, str, dict]] = {}
+        self.closed: list[str] = []
+
+    def links(self, target: str) -> list:
+        return self.backend.plan.links_of(target)
+
+    def group_of(self, broker: str) -> str:
+        return self.backend.plan.brokers[broker].group
+
+    def begin(self, fault: str, target: str, params: dict | None = None, links: list | None = None) -> str:
+        fid = f"f{len(self.opened) + 1}-{fault}"
+        self.opened[fid] = (fault, target, params or {})
+        return fid
+
+    def end(self, fault_id: str, **extra: object) -> None:
+        self.closed.append(fault_id)
+
+    def window(self, fault_id: str) -> None:
+        return None
+
+
+def test_actions_work_on_the_narrow_context_and_compose_kinds(tmp_path: Path) -> None:
+    """A kill's stop is the start action itself, not a new fault through Faults."""
+    be = FakeBackend(fake_plan(tmp_path))
+    ctx = BareContext(be)
+    kill = ACTIONS["kill"]
+    handle = kill.start(ctx, ["a-1"], kind("kill").parse({}))  # type: ignore[arg-type]
+    assert be.state("a-1") == "down" and handle.results["a-1"] >= 0
+    kill.stop(ctx, handle)  # type: ignore[arg-type]
+    assert be.alive("a-1") and be.called("start_broker") == ["a-1"]
+    assert [v[0] for v in ctx.opened.values()] == ["kill", "start"] and ctx.closed == list(ctx.opened)
+    ACTIONS["partition"].start(ctx, ["b-1"], kind("partition").parse({}))  # type: ignore[arg-type]
+    assert sorted(a[0] for a in ctx.proxy.called("black_hole")) == sorted(
+        lk.name for lk in be.plan.links_of("b-1")
+    )
