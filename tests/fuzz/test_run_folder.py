@@ -382,7 +382,10 @@ def test_legacy_folder_never_passes_on_foreign_or_missing_evidence(
 
 # -- the examples of issue 34 -------------------------------------------------------------------
 def _summary(d: Path) -> dict[str, Any]:
-    return json.loads((d / "analysis" / "summary.json").read_text())
+    """summary.json with the judge's verdict.json over it."""
+    from harness.verdict.judge import judged_summary
+
+    return judged_summary(d)
 
 
 def _edit_json(p: Path, fn: Callable[[dict[str, Any]], Any]) -> None:
@@ -544,14 +547,12 @@ def test_a_read_only_run_folder_is_one_line(legacy: Path, monkeypatch: pytest.Mo
 
 
 def test_a_crashing_checker_is_unknown_exit_2(legacy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib
-
-    judging = importlib.import_module("harness.verdict.judge")
+    from harness.verdict.checks import PROMISES, Promise
 
     def boom(v: Any) -> Any:
         raise ValueError("a value no checker expected")
 
-    monkeypatch.setitem(judging.CHECKERS, "at_least_once", boom)
+    monkeypatch.setitem(PROMISES, "at_least_once", Promise("at_least_once", "raises", boom))
     code, _, err = bfh("judge", str(legacy))
     assert code == 2 and "UNKNOWN at_least_once" in err and "PASS" not in err, err
     assert _summary(legacy)["verdict"] == "unknown"
