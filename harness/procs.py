@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -137,6 +138,25 @@ def spawn(
     with _live_lock:
         _live.add(proc)
     return proc
+
+
+def terminate_all(procs: Sequence[ManagedProcess], timeout: float = 10.0) -> list[int | None]:
+    """`terminate` for many at once: SIGTERM to all first, then wait for all with the same
+    per-process deadline and the same SIGKILL fallback (one by one, 100 agents took 22 s).
+    Returns the exit codes in the order of `procs`."""
+    for p in procs:
+        if p.alive():
+            p.signal(signal.SIGCONT)  # a paused process cannot handle SIGTERM
+            p.signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout  # every process got its SIGTERM by now
+    late = [p for p in procs if p.wait(max(0.0, deadline - time.monotonic())) is None]
+    for p in late:
+        p.signal(signal.SIGKILL)
+    for p in late:
+        p.wait(10)
+    for p in procs:
+        p._forget()
+    return [p.popen.returncode for p in procs]
 
 
 def kill_all() -> None:

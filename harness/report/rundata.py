@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.contracts import runrecord
 from harness.contracts.faultlog import read_windows
 from harness.contracts.manifest import EvidenceError, check_kind, run_window, ts_ok
 from harness.contracts.msglog import iter_records
@@ -51,7 +52,10 @@ def load_run(run_dir: Path) -> RunData:
     except EvidenceError as e:
         raise ReportError(str(e)) from None
     summary = {**_read_json(run_dir / "analysis" / "summary.json"), **read_verdict(run_dir)}  # + the judge's
-    run = _read_json(run_dir / "run.json") if (run_dir / "run.json").exists() else {}
+    try:  # run.json through its owner (harness.contracts.runrecord); absent: no record
+        run = runrecord.read(run_dir) or {}
+    except runrecord.RunRecordError as e:
+        raise ReportError(str(e)) from None
     # Only times inside the run's window are drawn (a ts in milliseconds, NaN or inf is a
     # malformed record, counted by the verdict's `evidence` check, not a chart gigabytes wide).
     window = run_window(run)

@@ -7,7 +7,6 @@ everything it started, whatever happened inside.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import platform
@@ -22,6 +21,7 @@ from typing import Any
 
 from harness import __version__, procs
 from harness.backends import Backend, SupportsFaultProxy, SupportsProxyMirror, make_backend
+from harness.contracts import runrecord
 from harness.contracts.faultlog import FaultLog
 from harness.deploy.plan import Plan, make_plan
 from harness.faultproxy.client import ToxiproxyClient
@@ -77,11 +77,8 @@ class Environment:
         return self.plan.client_urls(connector, group)
 
     def record(self, **fields: Any) -> None:
-        """Merge fields into run.json (callers pass redacted data only)."""
-        path = self.run_dir / "run.json"
-        data = json.loads(path.read_text()) if path.exists() else {}
-        data.update(fields)
-        path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+        """Merge fields into run.json (harness.contracts.runrecord, its one writer; redacted data only)."""
+        runrecord.update(self.run_dir, **fields)
 
     @classmethod
     @contextmanager

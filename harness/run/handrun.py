@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.agents.launch import AgentProcess, agent_factory, launch_agent
+from harness.agents.launch import AgentProcess, agent_factory
 from harness.faults.apply import Faults, Handle
 from harness.faults.schedule import Schedule
-from harness.run.env import Environment, new_run_dir
-from harness.run.runner import CATALOG_POLICY, RunResult, _settle, _wait_subscribed, finish
+from harness.run.env import Environment
+from harness.run.runner import CATALOG_POLICY, Loop, RunResult, finish, run_loop
 from harness.topology import Topology
 from harness.verdict import DEFAULT_GATES, Verdict
 
@@ -62,6 +62,8 @@ class FaultHandle:
 
 
 class HandRun:
+    """`bfh_env`'s run: `harness.run.runner.run_loop` with the test's own code as its body."""
+
     def __init__(
         self,
         topology: Topology,
@@ -73,32 +75,31 @@ class HandRun:
         gates: tuple[str, ...] | list[str] = DEFAULT_GATES,
         params: Mapping[str, Any] | None = None,
         on_result: Callable[[RunResult], None] | None = None,
+        agent_protocol: str | None = None,
     ) -> None:
+        self.agent_protocol = agent_protocol  # the one protocol --agent-cmd speaks, when given
         self.topology, self.reports, self.backend_kind = topology, Path(reports), backend
         self.label, self.agent_cmd, self.on_result = label, agent_cmd, on_result
         self.scenario = {"name": label, "what": "a test's own run", "gates": list(gates), "params": {}}
         self.scenario["params"] = dict(params or {})
-        self.agents: list[AgentProcess] = []
         self.result: RunResult | None = None
         self._stack = contextlib.ExitStack()
-        self._launched: dict[str, float] = {}
-        self._t0 = time.monotonic()
-        self._env: Environment | None = None
+        self._loop: Loop | None = None
         self._faults: FaultHandle | None = None
 
     # -- up and down -----------------------------------------------------------------------------
     def __enter__(self) -> HandRun:
-        run_id, run_dir = new_run_dir(self.reports, self.label)
-        self.result = RunResult(run_id, run_dir)
-        env = self._stack.enter_context(
-            Environment.up(self.topology, run_dir, run_id, backend=self.backend_kind)
+        loop = self._stack.enter_context(
+            run_loop(
+                self.topology,
+                label=self.label,
+                reports=self.reports,
+                backend=self.backend_kind,
+                scenario=self.scenario,
+            )
         )
-        self._env, self._faults = env, FaultHandle(env.faults)
-        self._obs: dict[str, Any] = {
-            "masters": {g.name: env.backend.master(g.name) for g in self.topology.groups},
-            "not_subscribed": [],
-        }
-        env.record(scenario=self.scenario, schedule=Schedule(steps=[]).model_dump(mode="json"))
+        self._loop, self.result = loop, loop.result
+        self._faults = FaultHandle(loop.env.faults)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -106,16 +107,22 @@ class HandRun:
 
     def close(self) -> None:
         """Stop the agents (recording how they ended) and take the environment down; idempotent."""
-        if self._env is not None:
-            self._stop_agents()
-            self._env = None
+        self._loop = None
         self._stack.close()
 
     @property
-    def env(self) -> Environment:
-        if self._env is None:
+    def loop(self) -> Loop:
+        if self._loop is None:
             raise RuntimeError("the environment is down (judge() or close() was called)")
-        return self._env
+        return self._loop
+
+    @property
+    def env(self) -> Environment:
+        return self.loop.env
+
+    @property
+    def agents(self) -> list[AgentProcess]:
+        return self._loop.agents if self._loop is not None else []
 
     @property
     def run_dir(self) -> Path:
@@ -152,13 +159,10 @@ class HandRun:
         subscriptions."""
         kw.setdefault("group", self.group)
         kw.setdefault("name", f"agent-{len(self.agents) + 1}")
+        if command is None and self.agent_protocol:
+            kw.setdefault("command_protocol", self.agent_protocol)
         spec = agent_factory(command=command or self.agent_cmd, **kw)(self.env)[0]
-        self.env.record(agents=[*(a.spec.redacted() for a in self.agents), spec.redacted()])
-        self._launched[spec.name] = time.time()
-        agent = launch_agent(spec, self.run_dir, self.env.run_id)
-        self.agents.append(agent)
-        if spec.workload.get("subscriptions") and subscribe_wait_s:
-            self._obs["not_subscribed"] += _wait_subscribed([agent], subscribe_wait_s)
+        (agent,) = self.loop.launch([spec], subscribe_wait_s=subscribe_wait_s)
         return agent
 
     def wait_sent(self, n: int, timeout: float = 60.0) -> bool:
@@ -172,50 +176,16 @@ class HandRun:
             time.sleep(0.2)
         return False
 
-    def wait_published(self, timeout: float = 300.0, stall_s: float = 45.0) -> bool:
-        """Until every agent sent or dropped its publications; False when it stalled or timed out."""
-        deadline = time.monotonic() + timeout
-        last, last_change = -1, time.monotonic()
-        while time.monotonic() < deadline:
-            for a in self.agents:
-                a.poll()
-            if all(a.publications_done() or not a.alive() for a in self.agents):
-                return True
-            done = sum(a.counts["sent"] + a.counts["dropped"] for a in self.agents)
-            if done != last:
-                last, last_change = done, time.monotonic()
-            elif time.monotonic() - last_change > stall_s:
-                return False
-            time.sleep(0.25)
-        return False
-
-    def _stop_agents(self) -> None:
-        if self.result is None or self._env is None:
-            return
-        self._obs["agents_exited_early"] = [a.spec.name for a in self.agents if not a.alive()]
-        stopped: dict[str, float] = {}
-        for a in self.agents:
-            stopped[a.spec.name] = time.time()
-            self.result.agent_exit[a.spec.name] = a.stop()
-        self._obs.update(
-            agents_launched_ts=self._launched,
-            agents_stopped_ts=stopped,
-            agent_exit=self.result.agent_exit,
-            nemesis_errors=[],
-        )
-        self._env.record(observations=self._obs)
-
     # -- the verdict -----------------------------------------------------------------------------
     def judge(self, settle_s: float = 8.0, timeout: float = 300.0) -> Verdict:
         """Wait for the publications, heal every fault, settle, stop, take the environment down,
         reconcile and judge (harness.verdict): the verdict a catalog entry would get."""
         assert self.result is not None, "use HandRun in a with block"
-        result = self.result
-        self._obs["stalled"] = not self.wait_published(timeout)
-        self.faults.heal()
-        _settle(self.agents, min_s=settle_s, quiet_s=min(3.0, settle_s), cap_s=settle_s + 30)
+        result, loop = self.result, self.loop
+        # an empty schedule: the loop follows the publishing, then heals what the test left open
+        loop.drive(Schedule(steps=[]), show=False, timeout=timeout)
+        loop.settle(settle_s)
         self.close()
-        result.wall_s = time.monotonic() - self._t0
         result.verdict = judge_run(result.run_dir)
         result.summary = result.verdict_summary()
         if self.on_result is not None:

@@ -1,23 +1,26 @@
 """One run: environment up, agents launched, schedule executed, healed, settled, reconciled.
 
-`execute()` is the one way in for the demo, the CLI's `bfh run` and the conformance suite.
+`run_loop()` is the one run loop (agents started, traffic driven, faults applied, agents stopped,
+all recorded); `execute()` drives it with a schedule (the catalog, `bfh run`, `bfh validate`,
+generated chaos, the demo), HandRun with a test's own code. `finish()` is every run's one tail.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harness.agents.launch import AgentError, AgentProcess, AgentSpec, launch_agent
-from harness.contracts import manifest
+from harness.contracts import manifest, runrecord
 from harness.faults.nemesis import Nemesis
 from harness.faults.schedule import Schedule
+from harness.run import traffic
 from harness.run.env import REPORTS, Environment, new_run_dir
 from harness.topology import Topology
 from harness.verdict import Verdict
@@ -66,166 +69,165 @@ class _Phases:
         self.t = now
 
 
-def _total(agent: AgentProcess) -> int:
-    return sum(int(p["count"]) for p in agent.spec.workload.get("publications", []))
+# Runs that publish fewer messages reconcile on a `small` (C1-only JIT) Spark session.
+SMALL_RUN_MESSAGES = 100_000
 
 
-def _subscribed_filters(agent: AgentProcess) -> int:
-    return len({r.get("topic") for r in agent.records if r.get("event") == "subscribed"})
+class Loop:
+    """A run in progress (yielded by `run_loop`): its environment, its agents, what the harness
+    observed. The scheduled path calls launch -> drive -> settle; a test's own code (HandRun)
+    launches agents and applies faults between them itself."""
 
+    def __init__(self, env: Environment, result: RunResult, phase: _Phases) -> None:
+        self.env, self.result, self.phase = env, result, phase
+        self.specs: list[AgentSpec] = []
+        self.agents: list[AgentProcess] = []
+        self.launched: dict[str, float] = {}
+        self.obs: dict[str, Any] = {
+            "masters": {g.name: env.backend.master(g.name) for g in env.plan.topology.groups},
+            "not_subscribed": [],
+        }
+        self.healed: float | None = None  # monotonic time the last fault ended
+        self._stopped = False
 
-def _has_subscribed(agent: AgentProcess, want: int) -> bool:
-    return _subscribed_filters(agent) >= want
+    def _launch(self, spec: AgentSpec) -> AgentProcess:
+        self.launched[spec.name] = time.time()
+        agent = launch_agent(spec, self.env.run_dir, self.env.run_id)
+        self.agents.append(agent)
+        return agent
 
+    def launch(
+        self, specs: list[AgentSpec], *, subscribe_wait_s: float = 60.0, warmup_s: float = 0.0
+    ) -> list[AgentProcess]:
+        """Subscribing agents first, stage by stage (each stage at once, then a shared wait for
+        its subscriptions); agents that only publish once every subscription exists (and, across
+        a network, once demand had `warmup_s` to reach the bridges)."""
+        self.specs += specs
+        self.env.record(agents=[s.redacted() for s in self.specs])
+        subscribers = [s for s in specs if s.workload.get("subscriptions")]
+        started: list[AgentProcess] = []
+        for stage in sorted({s.stage for s in subscribers}):
+            batch = [self._launch(s) for s in subscribers if s.stage == stage]
+            started += batch
+            if subscribe_wait_s:
+                self.obs["not_subscribed"] += traffic.wait_subscribed(batch, timeout=subscribe_wait_s)
+        if len(subscribers) < len(specs):
+            time.sleep(warmup_s)
+            started += [self._launch(s) for s in specs if s not in subscribers]
+        self.phase.mark("subscribe")
+        return started
 
-def _wait_subscribed(agents: list[AgentProcess], timeout: float) -> list[str]:
-    """Wait for every subscription's first `subscribed`, one shared wait for all the agents (a
-    fleet starts together); return the agents that did not get there (an observation for the
-    verdict, not an error: an agent stuck on a black hole is a finding)."""
-    deadline = time.monotonic() + timeout
-    waiting = {a.spec.name: a for a in agents}
-    dead: set[str] = set()
-    while waiting and time.monotonic() < deadline:
-        for name, a in list(waiting.items()):
-            alive = a.alive()
-            a.poll()
-            if _has_subscribed(a, len(a.spec.workload.get("subscriptions", []))):
-                del waiting[name]
-            elif not alive:
-                dead.add(name)
-                del waiting[name]
-        if waiting:
-            time.sleep(0.2)
-    late = []
-    for a in agents:
-        if a.spec.name in waiting or a.spec.name in dead:
-            console.log(
-                f"[yellow]agent {a.spec.name} not subscribed within {timeout:.0f}s (alive={a.alive()})[/]"
-            )
-            late.append(a.spec.name)
-    return late
+    def drive(
+        self,
+        schedule: Schedule,
+        *,
+        show: bool = True,
+        stall_s: float = 45.0,
+        wait_traffic: bool = False,
+        timeout: float | None = None,
+    ) -> bool:
+        """Apply the schedule while following the publishing until done (False: it stalled or
+        timed out), then heal every fault. `wait_traffic`: the schedule's clock starts once every
+        publisher made its first attempt, so its faults land mid-traffic on a loaded machine too."""
+        if wait_traffic:
+            self.obs["not_publishing"] = traffic.wait_publishing(self.agents, timeout=PUBLISH_WAIT_S)
+        nemesis = Nemesis(self.env.faults, schedule)
+        nemesis.start()
+        longest = max((s.ends_at for s in schedule.steps), default=0.0)
+        if timeout is None:
+            timeout = _publish_budget(self.agents) + longest + 90
+        finished = traffic.drive(
+            self.agents, timeout=timeout, show=show, faults_over=nemesis.done, stall_s=stall_s
+        )
+        self.result.stalled = not finished
+        self.phase.mark("traffic")
+        nemesis.wait(timeout=longest + 120)
+        nemesis.heal_everything()
+        self.phase.mark("faults_heal")
+        self.result.nemesis_errors = nemesis.errors()
+        self.healed = nemesis.last_step_end or time.monotonic()
+        return finished
 
+    def settle(self, settle_s: float) -> None:
+        """At least `settle_s` from the last heal, then until deliveries go quiet (traffic.settle)."""
+        healed = self.healed or time.monotonic()
+        traffic.settle(
+            self.agents,
+            min_s=max(0.0, healed + settle_s - time.monotonic()),
+            quiet_s=min(3.0, settle_s),
+            cap_s=settle_s + 30,
+        )
+        self.phase.mark("settle")
 
-FLEET_BARS = 8  # more agents than this: one progress bar for them all
-
-
-def _label(agents: list[AgentProcess]) -> str:
-    return agents[0].spec.name if len(agents) == 1 else f"{len(agents)} agents"
+    def stop(self) -> None:
+        """Stop every agent at once (SIGTERM to all, then one shared deadline) and record the
+        observations; idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self.obs["agents_exited_early"] = [a.spec.name for a in self.agents if not a.alive()]
+        stopped = {a.spec.name: time.time() for a in self.agents}
+        self.result.agent_exit.update(traffic.stop_all(self.agents))
+        self.obs.update(
+            agents_launched_ts=self.launched,
+            agents_stopped_ts=stopped,
+            agent_exit=self.result.agent_exit,
+            stalled=self.result.stalled,
+            nemesis_errors=self.result.nemesis_errors,
+        )
+        self.phase.mark("agents_stop")
+        self.obs["proxy_connections"] = _proxy_connections(self.env)
+        self.env.record(observations=self.obs)
 
 
 PUBLISH_WAIT_S = 30.0
 
 
-def _wait_publishing(agents: list[AgentProcess], timeout: float) -> list[str]:
-    """Wait until every agent with publications made its first attempt; return those that did
-    not (an observation: an agent that cannot publish is the verdict's finding, not an error)."""
-    deadline = time.monotonic() + timeout
-    late = []
-    for a in agents:
-        if _total(a) and not a.wait_for(
-            lambda x: x.counts["send_attempt"] + x.counts["sent"] + x.counts["dropped"] > 0,
-            max(0.0, deadline - time.monotonic()),
-        ):
-            late.append(a.spec.name)
-    return late
+def _publish_budget(agents: list[AgentProcess]) -> float:
+    """How long the publications take at their slowest rate, plus the publisher timeout (<= 600 s)."""
+    budget = max(
+        (
+            traffic.total(a)
+            / max(min((p["rate_per_s"] for p in a.spec.workload["publications"]), default=1.0), 0.1)
+            for a in agents
+            if traffic.total(a)
+        ),
+        default=0.0,
+    )
+    timeout_pub = max((float(a.spec.conf.get("mb.publisher.timeout", 900)) for a in agents), default=900.0)
+    return budget + min(timeout_pub, 600)
 
 
-def _drive(
-    agents: list[AgentProcess], timeout: float, show: bool, faults_over: Callable[[], bool], stall_s: float
-) -> bool:
-    """Follow publishing until done; False when it stalled (no progress for `stall_s` after the faults)."""
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not show,
-        transient=False,
-    ) as progress:
-        # a fleet gets one bar for all its agents, not a bar each
-        rows = [[a] for a in agents] if len(agents) <= FLEET_BARS else [agents]
-        tasks = [progress.add_task(_label(r), total=sum(_total(a) for a in r)) for r in rows]
-        deadline = time.monotonic() + timeout
-        last, last_change = -1, time.monotonic()
-        while time.monotonic() < deadline:
-            for a in agents:
-                a.poll()
-            for task, r in zip(tasks, rows, strict=True):
-                n = {k: sum(a.counts[k] for a in r) for k in ("sent", "dropped", "received")}
-                progress.update(
-                    task,
-                    completed=n["sent"] + n["dropped"],
-                    description=f"{_label(r)} sent={n['sent']} dropped={n['dropped']} "
-                    f"received={n['received']}",
-                )
-            if all(a.publications_done() or not a.alive() for a in agents):
-                return True
-            done = sum(a.counts["sent"] + a.counts["dropped"] for a in agents)
-            if done != last or not faults_over():
-                last, last_change = done, time.monotonic()
-            elif time.monotonic() - last_change > stall_s:
-                console.log(f"[yellow]publishing stalled: no message sent or dropped for {stall_s:.0f}s[/]")
-                return False
-            time.sleep(0.25)
-    console.log(f"[yellow]publications did not finish within {timeout:.0f}s[/]")
-    return False
-
-
-def _settle(agents: list[AgentProcess], min_s: float, quiet_s: float, cap_s: float) -> None:
-    """Wait at least `min_s`, then until no agent has received anything new for `quiet_s` (at most
-    `cap_s`). The floor matters: a bridge or client in reconnect backoff delivers nothing for
-    several seconds after the heal, and quiet during that gap does not mean the run is over.
-    Unless the run is observed complete sooner: every sent message received on every subscription
-    that matches it and every connection up again, then quiet for `DONE_QUIET_S`."""
-    start = time.monotonic()
-    last_change = start
-    while time.monotonic() < start + cap_s:
-        now = time.monotonic()
-        if any(r.get("event") == "received" for a in agents for r in a.poll()):
-            last_change = now
-        elif (now - start >= min_s and now - last_change >= quiet_s) or (
-            now - last_change >= DONE_QUIET_S and _observed_complete(agents)
-        ):
-            return
-        time.sleep(0.2)
-
-
-DONE_QUIET_S = 1.0
-
-
-def _observed_complete(agents: list[AgentProcess]) -> bool:
-    """Every `sent` message received by every subscription whose filter matches its topic (MQTT
-    matching; a destination it cannot judge, e.g. a queue shared by consumers, keeps this False),
-    and every subscriber role's last connection record `connected`."""
-    from spark_analysis.mqtt import match_py
-
-    sent: dict[str, str] = {}
-    for a in agents:
-        roles: dict[str, str] = {}
-        for r in a.records:
-            ev = r.get("event")
-            if ev == "sent":
-                sent[str(r.get("msg_id"))] = str(r.get("topic"))
-            elif ev in ("connected", "disconnected") and str(r.get("role")).startswith("subscriber"):
-                roles[str(r.get("role"))] = str(ev)  # a publisher leaves once its publications are done
-        if any(ev != "connected" for ev in roles.values()):
-            return False
-    for a in agents:
-        got: dict[str, set[str]] = {}
-        for r in a.records:
-            if r.get("event") == "received":
-                got.setdefault(str(r.get("subscription")), set()).add(str(r.get("msg_id")))
-        for sub in a.spec.workload.get("subscriptions", []):
-            f = str(sub["topic"])
-            have = got.get(f, set())
-            if any(mid not in have for mid, topic in sent.items() if match_py(f, topic)):
-                return False
-    return True
-
-
-# Runs that publish fewer messages reconcile on a `small` (C1-only JIT) Spark session.
-SMALL_RUN_MESSAGES = 100_000
+@contextmanager
+def run_loop(
+    topology: Topology,
+    *,
+    label: str = "run",
+    reports: Path = REPORTS,
+    backend: str = "local",
+    schedule: Schedule | None = None,
+    scenario: dict[str, Any] | None = None,
+) -> Iterator[Loop]:
+    """The one run loop: a run folder, the environment up, the record started; the caller's
+    body launches agents, drives traffic and applies faults (`Loop`); leaving it stops the agents,
+    records what was observed and takes the environment down. `loop.result` holds the outcome."""
+    t_start = time.monotonic()
+    schedule = schedule or Schedule(steps=[])
+    run_id, run_dir = new_run_dir(reports, label)
+    result = RunResult(run_id, run_dir)
+    phase = _Phases(result.phases_s)
+    console.log(f"run {run_id}: folder {run_dir}")
+    with Environment.up(topology, run_dir, run_id, seed=schedule.seed, backend=backend) as env:
+        phase.mark("brokers_up")
+        env.record(schedule=schedule.model_dump(mode="json"), scenario=scenario or {"name": label})
+        loop = Loop(env, result, phase)
+        try:
+            yield loop
+        finally:
+            loop.stop()
+        result.takeovers_s = _takeovers(run_dir)
+    phase.mark("teardown")
+    result.wall_s = time.monotonic() - t_start
 
 
 def execute(
@@ -245,116 +247,34 @@ def execute(
     subscribe_wait_s: float = 60.0,
     wait_traffic: bool = False,
 ) -> RunResult:
-    """Run, reconcile and judge. `scenario` ({name, gates, params}) goes to run.json, so a re-judge
-    from disk gates the same promises with the same bounds. `wait_traffic`: the schedule starts
-    once every publisher made its first attempt (else when they are launched: a step at 0 s is a
-    fault at start-up)."""
-    t_start = time.monotonic()
-    run_id, run_dir = new_run_dir(reports, label)
-    result = RunResult(run_id, run_dir)
-    phase = _Phases(result.phases_s)
-    console.log(f"run {run_id}: folder {run_dir}")
-    with Environment.up(topology, run_dir, run_id, seed=schedule.seed, backend=backend) as env:
-        phase.mark("brokers_up")
-        specs = agents(env)
-        if reconcile:  # Spark gets ready while the run goes, so its reconcile finds it warm
-            from spark_analysis import warmup
+    """A scheduled run (`run_loop` driven with `schedule`), reconciled and judged (`finish`).
+    `scenario` ({name, gates, params}) goes to run.json, so a re-judge from disk gates the same
+    promises with the same bounds. `wait_traffic`: the schedule starts once every publisher made
+    its first attempt (else when they are launched: a step at 0 s is a fault at start-up)."""
+    warming = None
+    try:
+        with run_loop(
+            topology, label=label, reports=reports, backend=backend, schedule=schedule, scenario=scenario
+        ) as loop:
+            specs = agents(loop.env)
+            if reconcile:  # Spark gets ready while the run goes, so its reconcile finds it warm
+                from spark_analysis import warmup
 
-            planned = sum(int(p["count"]) for s in specs for p in s.workload.get("publications", []))
-            warming = warmup.start(small=planned < SMALL_RUN_MESSAGES)
-        env.record(
-            agents=[s.redacted() for s in specs],
-            schedule=schedule.model_dump(mode="json"),
-            scenario=scenario or {"name": label},
-        )
-        obs: dict[str, Any] = {"masters": {g.name: env.backend.master(g.name) for g in topology.groups}}
-        launched: dict[str, float] = {}
-        procs: list[AgentProcess] = []
-
-        def launch(spec: AgentSpec) -> AgentProcess:
-            launched[spec.name] = time.time()
-            return launch_agent(spec, run_dir, run_id)
-
-        try:
-            # Subscribing agents first; agents that only publish start once every subscription
-            # exists (and, across a network, once demand had `warmup_s` to reach the bridges).
-            subscribers = [s for s in specs if s.workload.get("subscriptions")]
-            obs["not_subscribed"] = []
-            for stage in sorted({s.stage for s in subscribers}):  # each stage launched at once
-                started = [launch(s) for s in subscribers if s.stage == stage]
-                procs += started
-                if subscribe_wait_s:
-                    obs["not_subscribed"] += _wait_subscribed(started, timeout=subscribe_wait_s)
-            if len(subscribers) < len(specs):
-                time.sleep(warmup_s)
-                procs += [launch(s) for s in specs if s not in subscribers]
-            phase.mark("subscribe")
-            if wait_traffic:  # the schedule's clock starts with the traffic, so its faults land
-                # mid-traffic on a loaded machine too (an agent's start-up can take seconds there)
-                obs["not_publishing"] = _wait_publishing(procs, timeout=PUBLISH_WAIT_S)
-            nemesis = Nemesis(env.faults, schedule)
-            nemesis.start()
-            budget = max(
-                (
-                    _total(a)
-                    / max(min((p["rate_per_s"] for p in a.spec.workload["publications"]), default=1.0), 0.1)
-                    for a in procs
-                    if _total(a)
-                ),
-                default=0.0,
-            )
-            longest = max((s.ends_at for s in schedule.steps), default=0.0)
-            timeout_pub = max(float(a.spec.conf.get("mb.publisher.timeout", 900)) for a in procs)
-            finished = _drive(
-                procs,
-                timeout=budget + longest + min(timeout_pub, 600) + 90,
-                show=show_progress,
-                faults_over=nemesis.done,
-                stall_s=stall_s,
-            )
-            result.stalled = not finished
-            phase.mark("traffic")
-            nemesis.wait(timeout=longest + 120)
-            nemesis.heal_everything()
-            phase.mark("faults_heal")
-            result.nemesis_errors = nemesis.errors()
-            # The settle floor counts from the last heal, so quiet publishing after it is not waited twice.
-            healed = nemesis.last_step_end or time.monotonic()
-            _settle(
-                procs,
-                min_s=max(0.0, healed + schedule.settle_s - time.monotonic()),
-                quiet_s=min(3.0, schedule.settle_s),
-                cap_s=schedule.settle_s + 30,
-            )
-            phase.mark("settle")
-        except AgentError as e:
-            raise RunError(str(e)) from None
-        finally:
-            obs["agents_exited_early"] = [a.spec.name for a in procs if not a.alive()]
-            stopped: dict[str, float] = {}
-            for a in procs:
-                stopped[a.spec.name] = time.time()
-                result.agent_exit[a.spec.name] = a.stop()
-            obs.update(
-                agents_launched_ts=launched,
-                agents_stopped_ts=stopped,
-                agent_exit=result.agent_exit,
-                stalled=result.stalled,
-                nemesis_errors=result.nemesis_errors,
-            )
-            phase.mark("agents_stop")
-            obs["proxy_connections"] = _proxy_connections(env)
-            env.record(observations=obs)
-        result.takeovers_s = _takeovers(run_dir)
-    phase.mark("teardown")
-    result.wall_s = time.monotonic() - t_start
-    if reconcile:
+                planned = sum(int(p["count"]) for s in specs for p in s.workload.get("publications", []))
+                warming = warmup.start(small=planned < SMALL_RUN_MESSAGES)
+            loop.launch(specs, subscribe_wait_s=subscribe_wait_s, warmup_s=warmup_s)
+            loop.drive(schedule, show=show_progress, stall_s=stall_s, wait_traffic=wait_traffic)
+            loop.settle(schedule.settle_s)
+    except AgentError as e:
+        raise RunError(str(e)) from None
+    result = loop.result
+    if warming is not None:
         warming.join(timeout=300)
-        (result.verdict,) = finish([run_dir], policy=policy, phases=phase)
+        (result.verdict,) = finish([result.run_dir], policy=policy, phases=loop.phase)
         result.reconcile_s = result.phases_s.get("reconcile", 0.0)
         result.summary = result.verdict_summary()
-    env.record(phases_s=result.phases_s)  # the file outlives the environment
-    manifest.write(run_dir, run_id)  # the run has ended: its evidence sealed (harness/contracts/manifest.py)
+    runrecord.update(result.run_dir, phases_s=result.phases_s)  # the file outlives the environment
+    manifest.write(result.run_dir, result.run_id)  # the run has ended: its evidence sealed
     return result
 
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from harness.agents.launch import AgentProcess
-from harness.run.runner import _observed_complete
+from harness.run.traffic import observed_complete
 
 
 def _agent(subs: list[str], records: list[dict[str, Any]]) -> AgentProcess:
@@ -30,25 +30,25 @@ def _conn(role: str, ev: str = "connected") -> dict[str, Any]:
 def test_complete_when_every_matching_subscription_has_every_message() -> None:
     recs = [_conn("publisher"), _conn("subscriber:a/#"), _sent("m1"), _sent("m2"), _sent("m3", "b/x")]
     recs += [_recv("m1", "a/#"), _recv("m2", "a/#")]
-    assert _observed_complete([_agent(["a/#", "c/+"], recs)])  # m3 matches neither filter
+    assert observed_complete([_agent(["a/#", "c/+"], recs)])  # m3 matches neither filter
 
 
 def test_a_missing_delivery_keeps_waiting() -> None:
     recs = [_conn("publisher"), _sent("m1"), _sent("m2"), _recv("m1", "a/#"), _recv("m2", "+/x")]
-    assert not _observed_complete([_agent(["a/#", "+/x"], recs)])  # m1 not on +/x yet
+    assert not observed_complete([_agent(["a/#", "+/x"], recs)])  # m1 not on +/x yet
 
 
 def test_a_subscriber_still_disconnected_keeps_waiting() -> None:
     recs = [_conn("publisher"), _conn("subscriber:a/#"), _sent("m1"), _recv("m1", "a/#")]
     recs.append(_conn("publisher", "disconnected"))  # done publishing: it may leave
-    assert _observed_complete([_agent(["a/#"], recs)])
+    assert observed_complete([_agent(["a/#"], recs)])
     recs.append(_conn("subscriber:a/#", "disconnected"))
-    assert not _observed_complete([_agent(["a/#"], recs)])
+    assert not observed_complete([_agent(["a/#"], recs)])
 
 
 def test_messages_from_another_agent_count_for_a_subscriber() -> None:
     publisher = _agent([], [_conn("publisher"), _sent("m1"), _sent("m2")])
     subscriber = _agent(["a/+"], [_conn("subscriber:a/+"), _recv("m1", "a/+")])
-    assert not _observed_complete([publisher, subscriber])
+    assert not observed_complete([publisher, subscriber])
     subscriber.records.append(_recv("m2", "a/+"))
-    assert _observed_complete([publisher, subscriber])
+    assert observed_complete([publisher, subscriber])
