@@ -1,0 +1,83 @@
+"""What the `bfh` commands share: the stderr console, exit codes, one-line errors, --rounds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+err = Console(stderr=True)
+
+
+def note(args: argparse.Namespace, name: str, verdict: str, run_dir: Any, message: str) -> None:
+    """One judged run of this command, for --rounds (harness/run/rounds.py)."""
+    if isinstance(getattr(args, "outcomes", None), list):
+        args.outcomes.append((name, verdict, Path(run_dir) if run_dir else None, message))
+
+
+def rounds(args: argparse.Namespace, once: Callable[[argparse.Namespace], int]) -> int:
+    """--rounds N: the command N times (seed +1 each round), tallied per scenario or fault row;
+    exit 1 when a round failed, 2 when one could not run."""
+    import contextlib
+
+    from harness.run.rounds import Round, Tally, write_json
+
+    n = getattr(args, "rounds", 1)
+    if n == 1:
+        return once(args)
+    base, worst = args.seed, 0
+    tallies: dict[str, Tally] = {}
+    for i in range(n):
+        args.seed, args.outcomes = base + i, []
+        err.rule(f"[bold]round {i + 1}/{n}[/] (seed {args.seed})")
+        with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+            worst = max(worst, 2 if once(args) == 2 else 0)
+        for name, verdict, run_dir, message in args.outcomes:
+            replay = " ".join(["bfh", *without_rounds(sys.argv[1:]), "--seed", str(args.seed)])
+            tallies.setdefault(name, Tally(name)).rounds.append(Round(i, verdict, run_dir, replay, message))
+    out = write_json(list(tallies.values()), Path(args.reports))
+    if args.json:
+        print(json.dumps([t.to_dict() for t in tallies.values()], indent=2))
+    for t in tallies.values():
+        err.print(escape(t.message() if t.failures else t.line()), soft_wrap=True, highlight=False)
+    err.print(f"rounds: {out}")
+    return worst or (1 if any(t.failures for t in tallies.values()) else 0)
+
+
+def without_rounds(argv: list[str]) -> list[str]:
+    """The command line without --rounds/--seed (the replay gives the round's own seed)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("--rounds", "--seed"):
+            skip = True
+        elif not a.startswith(("--rounds=", "--seed=")):
+            out.append(shlex.quote(a))
+    return out
+
+
+def exit_code(verdict: str) -> int:
+    """0 pass or n/a, 1 fail, 2 unknown (a checker crashed: the run was not judged)."""
+    return {"fail": 1, "unknown": 2}.get(verdict, 0)
+
+
+def names(text: str | None) -> list[str] | None:
+    return [n.strip() for n in text.split(",") if n.strip()] if text else None
+
+
+def error(text: str) -> None:
+    """One line on stderr: `error: ...` (a path with a newline in it stays on the line)."""
+    line = " ".join(str(text).split())
+    err.print(f"[red]error:[/] {escape(line)}", soft_wrap=True, highlight=False)
+
+
+def crash(e: BaseException) -> str:
+    return " ".join(f"{type(e).__name__}: {e}".split())[:300]
