@@ -253,6 +253,8 @@ public class Observer {
                 if (resnap && (removed.containsKey(id) || known != null && (known[0] != null || client == null))) {
                     return;
                 }
+                // the same consumer again (a replay raced its live advisory): one record is its span
+                if (!resnap && known != null && (known[0] != null || client == null)) return;
                 String[] rec = {client, dest(ci.getDestination()), ci.getSubscriptionName()};
                 consumers.put(id, rec);
                 // lag: the broker's send of the advisory to its arrival here (one clock): the
