@@ -13,13 +13,11 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import pytest
 
 CACHE_KEY = "bfh/durations"
-_measured: dict[str, float] = defaultdict(float)
 
 
 def _estimate(item: pytest.Item, known: dict[str, float]) -> float:
@@ -124,14 +122,28 @@ def _shares_fixture(items: list[pytest.Item]) -> bool:
     return False
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    _measured[report.nodeid] += report.duration
+class Durations:
+    """This session's measured durations (a plugin object in config.stash, not a module global:
+    pytest_runtest_logreport gets no config)."""
+
+    def __init__(self) -> None:
+        self.measured: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.measured[report.nodeid] = self.measured.get(report.nodeid, 0.0) + report.duration
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        cache: Any = getattr(session.config, "cache", None)
+        if cache is None or hasattr(session.config, "workerinput") or not self.measured:
+            return  # the controller sees every report and writes once
+        known = dict(cache.get(CACHE_KEY, {}))
+        known.update({k: round(v, 2) for k, v in self.measured.items()})
+        cache.set(CACHE_KEY, known)
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    cache: Any = getattr(session.config, "cache", None)
-    if cache is None or hasattr(session.config, "workerinput") or not _measured:
-        return  # the controller sees every report and writes once
-    known = dict(cache.get(CACHE_KEY, {}))
-    known.update({k: round(v, 2) for k, v in _measured.items()})
-    cache.set(CACHE_KEY, known)
+DURATIONS = pytest.StashKey[Durations]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[DURATIONS] = Durations()
+    config.pluginmanager.register(config.stash[DURATIONS], "bfh-durations")

@@ -1,0 +1,104 @@
+"""harness/pytest_plugin/options.py and workers.py through real pytest runs of a small project: the
+options' ini twins (the command line wins), the deprecated spellings a conftest forwards, and the
+worker count xdist's `-n auto` asks the plugin for (BFH_WORKERS) on a scenario run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT = {
+    "pytest.ini": "[pytest]\nbfh_reports = from-ini\nbfh_gate = agent\nbfh_rounds = 2\n",
+    "conftest.py": (
+        "from harness.pytest_plugin.options import add_deprecated_alias, warn_deprecated\n\n"
+        "def pytest_addoption(parser):\n    add_deprecated_alias(parser, '--reports', '--bfh-reports')\n\n"
+        "def pytest_configure(config):\n    warn_deprecated(config)\n"
+    ),
+    # prints what the plugin's fixtures resolved
+    "scenarios/test_show.py": (
+        "def test_show(reports_root, bfh_gate, bfh_rounds, backend_kind):\n"
+        "    print('SHOW', reports_root.name, bfh_gate, bfh_rounds, backend_kind)\n"
+    ),
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    for rel, text in PROJECT.items():
+        f = tmp_path / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+    return tmp_path
+
+
+def _run(project: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "BFH_WORKERS"))}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), **env_extra)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "harness.pytest_plugin.plugin",
+            "-p",
+            "no:cacheprovider",
+            *args,
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _shown(p: subprocess.CompletedProcess[str]) -> list[str]:
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    line = next(ln for ln in p.stdout.splitlines() if "SHOW " in ln)
+    return line.split("SHOW ", 1)[1].split()
+
+
+def test_ini_twins_and_the_command_line_wins(project: Path) -> None:
+    assert _shown(_run(project, "-n", "0", "-s")) == ["from-ini", "agent", "2", "local"]
+    given = _run(project, "-n", "0", "-s", "--bfh-reports", "given", "--bfh-gate", "all")
+    assert _shown(given) == ["given", "all", "2", "local"]
+
+
+def test_a_bad_ini_value_is_a_usage_error(project: Path) -> None:
+    (project / "pytest.ini").write_text("[pytest]\nbfh_gate = some\n")
+    p = _run(project, "-n", "0")
+    assert p.returncode == 4 and "bfh_gate" in p.stderr, p.stdout[-2000:] + p.stderr[-2000:]
+
+
+def test_a_deprecated_spelling_sets_the_bfh_option_and_warns(project: Path) -> None:
+    p = _run(project, "-n", "0", "-s", "--reports", "old-spelling")
+    assert _shown(p)[0] == "old-spelling"
+    assert "--reports is deprecated: use --bfh-reports" in p.stdout, p.stdout[-3000:]
+
+
+@pytest.mark.parametrize(
+    ("args", "workers", "expected"),
+    [
+        # 1, not this 2-core machine's CPU count (xdist's own answer to `-n auto`)
+        pytest.param((), "1", "1 worker", id="default-BFH_WORKERS"),
+        pytest.param(("-n", "auto"), "1", "1 worker", id="auto-agrees"),
+        pytest.param(("-n", "2"), "1", "2 workers", id="n-decides"),
+        pytest.param((), "0", None, id="BFH_WORKERS-0-one-process"),
+        pytest.param(("-p", "no:xdist"), "2", None, id="no-xdist"),
+    ],
+)
+def test_scenario_run_workers(
+    project: Path, args: tuple[str, ...], workers: str, expected: str | None
+) -> None:
+    p = _run(project, "scenarios", *args, BFH_WORKERS=workers)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    if expected is None:
+        assert "created:" not in p.stdout and "1 passed" in p.stdout, p.stdout[-2000:]
+    else:
+        assert f"{expected} [1 item]" in p.stdout, p.stdout[-2000:]
