@@ -146,7 +146,8 @@ def parse_agent_conf(text: str, source: str = "agent.conf") -> AgentConf:
         raise ConfigError(f"{source}: {e}") from None
 
 
-def _parse_agent_conf(text: str) -> AgentConf:
+def _agent_section(text: str) -> dict[str, str]:
+    """The [agent] section's keys (lower case), with the required ones present and no unknown mb.*."""
     parser = configparser.ConfigParser(interpolation=None, strict=True)
     try:
         parser.read_string(text)
@@ -164,8 +165,11 @@ def _parse_agent_conf(text: str) -> AgentConf:
         # Other PCA keys (cep.*, log.*, ...) are none of our business; a misspelt mb.* key is.
         if key.startswith("mb.") and key not in known:
             raise ConfigError(f"unknown key {key} (known mb.* keys: {', '.join(sorted(known))})")
+    return sec
 
-    entries = sec["mb.urls"].split(",")
+
+def _broker_urls(raw: str) -> list[BrokerUrl]:
+    entries = raw.split(",")
     if any(not entry.strip() for entry in entries):
         raise ConfigError("mb.urls: empty entry in the list")
     urls = []
@@ -174,8 +178,12 @@ def _parse_agent_conf(text: str) -> AgentConf:
             urls.append(BrokerUrl.parse(entry))
         except ValueError as err:
             raise ConfigError(f"mb.urls: {err}") from None
+    return urls
 
-    values: dict[str, Any] = {"urls": urls}
+
+def _parse_agent_conf(text: str) -> AgentConf:
+    sec = _agent_section(text)
+    values: dict[str, Any] = {"urls": _broker_urls(sec["mb.urls"])}
     if "mb.username" in sec:
         values["username"] = sec["mb.username"].strip()
     if "mb.password" in sec:

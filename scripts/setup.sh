@@ -1,12 +1,31 @@
 #!/usr/bin/env bash
-# Idempotent set-up used by `make demo` and `make test`: Debian packages the brokers need,
-# then a .venv with the pinned Python dependencies and this project installed editable.
+# Idempotent set-up used by every Makefile target: Debian packages, then a .venv with the pinned
+# Python dependencies and this project installed editable.
+#   scripts/setup.sh demo   what `make demo` needs: a Java runtime, ActiveMQ and its MQTT/STOMP jars
+#   scripts/setup.sh        (or `full`) everything the tests also use: the JDK and jars of the Java
+#                           OpenWire agent, Chromium (the report's browser test), mmdebstrap (images)
+#   scripts/setup.sh PROFILE --list   print the profile's Debian packages and exit
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# openjdk-17-jdk-headless and libjackson2-databind-java build the Java OpenWire agent (docs/install.md)
-APT_PKGS=(openjdk-17-jre-headless openjdk-17-jdk-headless activemq libmqtt-client-java libhawtdispatch-java
-  libactivemq-java libjackson2-databind-java chromium mmdebstrap)
+PROFILE=${1:-full}
+case "$PROFILE" in
+  demo | full) ;;
+  *) echo "setup: unknown profile '$PROFILE' (demo or full)" >&2; exit 2 ;;
+esac
+
+DEMO_PKGS=(openjdk-17-jre-headless activemq libmqtt-client-java libhawtdispatch-java)
+# openjdk-17-jdk-headless, libactivemq-java and libjackson2-databind-java build the Java OpenWire
+# agent (docs/install.md); chromium and mmdebstrap are the tests' only
+TEST_PKGS=(openjdk-17-jdk-headless libactivemq-java libjackson2-databind-java chromium mmdebstrap)
+APT_PKGS=("${DEMO_PKGS[@]}")
+if [ "$PROFILE" = full ]; then
+  APT_PKGS+=("${TEST_PKGS[@]}")
+fi
+if [ "${2:-}" = --list ]; then
+  echo "${APT_PKGS[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${APT_PKGS[@]}"; do
@@ -24,7 +43,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # The compose tests run a Compose: Debian's docker-compose when Docker has no `compose` plugin.
-if command -v docker >/dev/null && ! command -v docker-compose >/dev/null \
+if [ "$PROFILE" = full ] && command -v docker >/dev/null && ! command -v docker-compose >/dev/null \
   && ! docker compose version >/dev/null 2>&1; then
   echo "setup: installing Debian's docker-compose"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -46,8 +65,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# The Java OpenWire agent (agent_under_test/java/) -> build/java/bfh-openwire-agent.jar
-bash scripts/build_java_agent.sh
+# The Java OpenWire agent (agent_under_test/java/) -> build/java/bfh-openwire-agent.jar (tests only)
+if [ "$PROFILE" = full ]; then
+  bash scripts/build_java_agent.sh
+fi
 
 # Spark's classes as a class-data-sharing archive: every later cold Spark start saves about 3 s
 # (spark_analysis/classarchive.py). Once per machine, about 25 s; a failure only costs that saving.

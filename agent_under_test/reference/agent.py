@@ -385,38 +385,14 @@ class Publisher:
         while not a.stop.is_set():
             now = time.monotonic()
             if self.link is None:
-                with self._lock:
-                    link, self._slot = self._slot, None
-                    self.link = link
-                if link is not None:
-                    self.on_new_link(link)
+                self._take_link()
             # release the messages that are due: their first attempt starts now
             while heap and heap[0][0] <= now:
                 _due, i, seq = heapq.heappop(heap)
                 p = pubs[i]
                 if seq + 1 < p.count:
                     heapq.heappush(heap, (t0 + (seq + 1) / p.rate_per_s, i, seq + 1))
-                msg_id = f"{a.wl.agent}-{i}-{seq}"
-                msg = OutMsg(
-                    msg_id=msg_id,
-                    topic=p.topic,
-                    qos=qos[i],
-                    payload=make_payload(msg_id, time.time(), p.payload_bytes),
-                    first_attempt=now,
-                    deadline=self.deadline_for(now),
-                )
-                self.pending.append(msg)
-                if self.link is None:
-                    msg.attempts += 1
-                    a.log.write(
-                        "send_attempt",
-                        msg_id=msg.msg_id,
-                        topic=msg.topic,
-                        broker=None,
-                        attempt=msg.attempts,
-                        qos=msg.qos,
-                        reason="no_broker",
-                    )
+                self._release(f"{a.wl.agent}-{i}-{seq}", p, qos[i], now)
             self._expire(now)
             if self.link is not None:
                 self._send_pending()
@@ -442,6 +418,37 @@ class Publisher:
                 self._wake.wait(wait)
                 self._wake.clear()
         self._shutdown()
+
+    def _take_link(self) -> None:
+        """Adopt the link the connector thread left in the slot, if any."""
+        with self._lock:
+            link, self._slot = self._slot, None
+            self.link = link
+        if link is not None:
+            self.on_new_link(link)
+
+    def _release(self, msg_id: str, p: Publication, qos: int, now: float) -> None:
+        """A message falls due: pending from now (with no link, that is a first attempt already)."""
+        msg = OutMsg(
+            msg_id=msg_id,
+            topic=p.topic,
+            qos=qos,
+            payload=make_payload(msg_id, time.time(), p.payload_bytes),
+            first_attempt=now,
+            deadline=self.deadline_for(now),
+        )
+        self.pending.append(msg)
+        if self.link is None:
+            msg.attempts += 1
+            self.a.log.write(
+                "send_attempt",
+                msg_id=msg.msg_id,
+                topic=msg.topic,
+                broker=None,
+                attempt=msg.attempts,
+                qos=msg.qos,
+                reason="no_broker",
+            )
 
     def _send_pending(self) -> None:
         link = self.link

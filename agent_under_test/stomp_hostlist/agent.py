@@ -9,6 +9,7 @@ import random
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from agent_under_test.config import (
     EXIT_CONFIG,
     AgentConf,
     BrokerUrl,
+    Publication,
     Subscription,
     Workload,
     client_id,
@@ -80,6 +82,26 @@ class _Listener(stomp.ConnectionListener):
                 self.cond.wait(left)
             self.receipts.discard(rid)
         return None
+
+
+@dataclass
+class _PubConn:
+    """The publisher's connection, kept across messages."""
+
+    listener: _Listener
+    conn: Any = None
+    url: BrokerUrl | None = None
+    fails: int = 0
+    connects: int = 0
+
+
+def _payload(msg_id: str, payload_bytes: int) -> str:
+    body = {"msg_id": msg_id, "sent_ts": time.time(), "pad": ""}
+    raw = json.dumps(body, separators=(",", ":"))
+    if len(raw) < payload_bytes:
+        body["pad"] = "x" * (payload_bytes - len(raw))
+        raw = json.dumps(body, separators=(",", ":"))
+    return raw
 
 
 class HostListAgent:
@@ -246,12 +268,7 @@ class HostListAgent:
     # ---- publisher --------------------------------------------------------------------------
     def _publisher(self) -> None:
         pubs = self.wl.publications
-        role = "publisher"
-        listener = _Listener()
-        conn: Any = None
-        url: BrokerUrl | None = None
-        fails = 0
-        connects = 0
+        st = _PubConn(_Listener())
         t0 = time.monotonic()
         heap = [(t0, i, 0) for i, p in enumerate(pubs) if p.count > 0]
         heapq.heapify(heap)
@@ -263,66 +280,7 @@ class HostListAgent:
             if self.stop.wait(max(0.0, due - time.monotonic())):
                 break
             msg_id = f"{self.wl.agent}-{i}-{seq}"
-            body = {"msg_id": msg_id, "sent_ts": time.time(), "pad": ""}
-            raw = json.dumps(body, separators=(",", ":"))
-            if len(raw) < p.payload_bytes:
-                body["pad"] = "x" * (p.payload_bytes - len(raw))
-                raw = json.dumps(body, separators=(",", ":"))
-            first = time.monotonic()
-            deadline = first + self.conf.publisher_timeout
-            attempts = 0
-            sent = handed = False
-            while not self.stop.is_set():
-                if conn is None:
-                    got = self._connect(role, None, listener, "initial" if connects == 0 else "reconnect")
-                    if got is not None:
-                        conn, url = got
-                        connects += 1
-                        fails = 0
-                if conn is None or url is None:
-                    if attempts == 0:
-                        attempts = 1
-                        self.log.write(
-                            "send_attempt",
-                            msg_id=msg_id,
-                            topic=p.topic,
-                            broker=None,
-                            attempt=1,
-                            qos=p.qos,
-                            reason="no_broker",
-                        )
-                    if time.monotonic() >= deadline:
-                        break
-                    self.stop.wait(min(self._delay(fails), max(0.0, deadline - time.monotonic())))
-                    fails += 1
-                    continue
-                attempts += 1
-                self.log.write(
-                    "send_attempt", msg_id=msg_id, topic=p.topic, broker=url.key, attempt=attempts, qos=p.qos
-                )
-                rid = self._rid("r")
-                why: str | None
-                try:
-                    conn.send(
-                        stomp_destination(p.topic),
-                        raw.encode(),
-                        headers={"receipt": rid, "persistent": "true" if p.qos >= 1 else "false"},
-                    )
-                    why = listener.wait_receipt(rid, self.conf.effective_liveness_timeout)
-                except Exception as e:
-                    why = f"connection_lost: send {type(e).__name__}"
-                if why is None:
-                    self.log.write(
-                        "sent", msg_id=msg_id, topic=p.topic, broker=url.key, attempts=attempts, qos=p.qos
-                    )
-                    sent = True
-                    break
-                with contextlib.suppress(Exception):
-                    conn.transport.disconnect_socket()
-                self.log.write("disconnected", broker=url.key, role=role, reason=why)
-                conn, url = None, None
-                if time.monotonic() >= deadline:
-                    break
+            sent, attempts = self._publish_one(st, p, msg_id, _payload(msg_id, p.payload_bytes))
             if not sent and not self.stop.is_set():
                 self.log.write(
                     "dropped",
@@ -330,13 +288,74 @@ class HostListAgent:
                     topic=p.topic,
                     reason="publisher_timeout",
                     attempts=attempts,
-                    handed_to_broker=handed,
+                    handed_to_broker=False,  # a receipt is the hand-over; no receipt, not handed
                 )
-        if conn is not None and url is not None:
+        if st.conn is not None and st.url is not None:
             with contextlib.suppress(Exception):
-                conn.disconnect()
+                st.conn.disconnect()
             reason = "shutdown" if self.stop.is_set() else "publications_complete"
-            self.log.write("disconnected", broker=url.key, role=role, reason=reason)
+            self.log.write("disconnected", broker=st.url.key, role="publisher", reason=reason)
+
+    def _publish_one(self, st: _PubConn, p: Publication, msg_id: str, raw: str) -> tuple[bool, int]:
+        """Send one message until the broker's receipt or the publisher timeout: (sent, attempts)."""
+        role = "publisher"
+        deadline = time.monotonic() + self.conf.publisher_timeout
+        attempts = 0
+        while not self.stop.is_set():
+            if st.conn is None:
+                got = self._connect(role, None, st.listener, "initial" if st.connects == 0 else "reconnect")
+                if got is not None:
+                    st.conn, st.url = got
+                    st.connects += 1
+                    st.fails = 0
+            if st.conn is None or st.url is None:
+                if attempts == 0:
+                    attempts = 1
+                    self.log.write(
+                        "send_attempt",
+                        msg_id=msg_id,
+                        topic=p.topic,
+                        broker=None,
+                        attempt=1,
+                        qos=p.qos,
+                        reason="no_broker",
+                    )
+                if time.monotonic() >= deadline:
+                    break
+                self.stop.wait(min(self._delay(st.fails), max(0.0, deadline - time.monotonic())))
+                st.fails += 1
+                continue
+            attempts += 1
+            url = st.url
+            self.log.write(
+                "send_attempt", msg_id=msg_id, topic=p.topic, broker=url.key, attempt=attempts, qos=p.qos
+            )
+            why = self._send_with_receipt(st, p, raw)
+            if why is None:
+                self.log.write(
+                    "sent", msg_id=msg_id, topic=p.topic, broker=url.key, attempts=attempts, qos=p.qos
+                )
+                return True, attempts
+            with contextlib.suppress(Exception):
+                st.conn.transport.disconnect_socket()
+            self.log.write("disconnected", broker=url.key, role=role, reason=why)
+            st.conn, st.url = None, None
+            if time.monotonic() >= deadline:
+                break
+        return False, attempts
+
+    def _send_with_receipt(self, st: _PubConn, p: Publication, raw: str) -> str | None:
+        """None once the broker's receipt arrives; else why not."""
+        rid = self._rid("r")
+        try:
+            st.conn.send(
+                stomp_destination(p.topic),
+                raw.encode(),
+                headers={"receipt": rid, "persistent": "true" if p.qos >= 1 else "false"},
+            )
+            return st.listener.wait_receipt(rid, self.conf.effective_liveness_timeout)
+        except Exception as e:
+            return f"connection_lost: send {type(e).__name__}"
 
     # ---- lifecycle --------------------------------------------------------------------------
     def run(self) -> int:

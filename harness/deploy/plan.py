@@ -320,25 +320,29 @@ def _multicast_for(run_dir: Path) -> Multicast:
     )
 
 
-def make_plan(topology: Topology, run_dir: str | Path, port_pool: Iterator[int] | None = None) -> Plan:
-    """Allocate every port (free, reserved loopback ports; or from `ports`, for static files such
-    as generated compose files) and make every connection a proxied link."""
-    run_dir = Path(run_dir).resolve()
+def _ports_needed(topology: Topology) -> int:
+    """Loopback ports to allocate: unpinned connectors, one proxied link per client connection
+    and per bridge connection (static: source x target brokers; multicast: each target member)."""
     groups = topology.groups
     n_connector_ports = sum(sum(1 for s in g.connectors.values() if not s.port) * g.size for g in groups)
     n_client_links = sum(len(g.connectors) * g.size for g in groups)
     static_bridges = [b for b in topology.bridges if b.uri != "multicast"]
-    mcast_targets = sorted({b.target for b in topology.bridges if b.uri == "multicast"})
     n_bridge_links = sum(
         len(bridge_sources(topology, b)) * len(bridge_targets(topology, b)) for b in static_bridges
     )
-    n_bridge_links += sum(topology.group(g).size for g in mcast_targets)
-    n_ports = n_connector_ports + n_client_links + n_bridge_links
-    n_witness = sum(g.size for g in groups) if port_pool is None else 0
-    pool = port_pool if port_pool is not None else iter(free_ports(n_ports + n_witness))
+    n_bridge_links += sum(topology.group(g).size for g in _multicast_targets(topology))
+    return n_connector_ports + n_client_links + n_bridge_links
 
+
+def _multicast_targets(topology: Topology) -> list[str]:
+    return sorted({b.target for b in topology.bridges if b.uri == "multicast"})
+
+
+def _broker_plans(
+    topology: Topology, run_dir: Path, pool: Iterator[int], witness: bool
+) -> dict[str, BrokerPlan]:
     brokers: dict[str, BrokerPlan] = {}
-    for g in groups:
+    for g in topology.groups:
         for i, name in enumerate(g.member_names(), start=1):
             ports = {
                 str(c): (spec.port + i - 1 if spec.port else next(pool)) for c, spec in g.connectors.items()
@@ -350,79 +354,94 @@ def make_plan(topology: Topology, run_dir: str | Path, port_pool: Iterator[int] 
                 ports=ports,
                 base_dir=run_dir / "brokers" / name,
                 store_dir=run_dir / "brokers" / f"{g.name if g.store == 'shared' else name}-store" / "kahadb",
-                witness_port=next(pool) if n_witness else None,
+                witness_port=next(pool) if witness else None,
             )
+    return brokers
 
+
+class _Bridging:
+    """The bridges' links and plans, drawing ports from one pool in a fixed order."""
+
+    def __init__(self, topology: Topology, brokers: dict[str, BrokerPlan], pool: Iterator[int]) -> None:
+        self.topology = topology
+        self.brokers = brokers
+        self.pool = pool
+        self.links: list[Link] = []
+        self.bridges: list[BridgePlan] = []
+        self.made: set[str] = set()
+
+    def ow_tls(self, broker: str) -> bool:
+        return self.topology.group(self.brokers[broker].group).connectors["openwire"].tls
+
+    def static(self) -> None:
+        for k, spec in enumerate(self.topology.bridges):
+            if spec.uri == "multicast":
+                continue
+            prefix = spec.name or f"nc{k}"
+            for src in bridge_sources(self.topology, spec):
+                target_addrs = []
+                tls = False
+                for tgt in bridge_targets(self.topology, spec):
+                    link = self._static_link(src, tgt, prefix)
+                    target_addrs.append(link.listen)
+                    tls = tls or link.tls
+                uri = _bridge_uri(spec, target_addrs, tls)
+                self.bridges.append(
+                    BridgePlan(f"{prefix}-{src}-to-{spec.target}", src, spec.target, uri, spec)
+                )
+
+    def _static_link(self, src: str, tgt: str, prefix: str) -> Link:
+        lname = f"bridge-{src}-to-{tgt}"
+        if lname in self.made:  # a second bridge between the same brokers gets its own link
+            lname = f"bridge-{src}-to-{tgt}-{prefix}"
+        self.made.add(lname)
+        port = self.brokers[tgt].ports["openwire"]
+        link = Link(lname, "bridge", tgt, "openwire", next(self.pool), port, source=src, tls=self.ow_tls(tgt))
+        self.links.append(link)
+        return link
+
+    def multicast(self, run_dir: Path) -> Multicast | None:
+        targets = _multicast_targets(self.topology)
+        mcast = _multicast_for(run_dir) if targets else None
+        for g_name in targets:
+            for b in (self.brokers[m] for m in self.topology.group(g_name).member_names()):
+                self.links.append(
+                    Link(
+                        f"bridge-mcast-to-{b.name}",
+                        "bridge",
+                        b.name,
+                        "openwire",
+                        next(self.pool),
+                        b.ports["openwire"],
+                        source=None,
+                        tls=self.ow_tls(b.name),
+                    )
+                )
+        if mcast is None:
+            return None
+        for k, spec in enumerate(self.topology.bridges):
+            if spec.uri != "multicast":
+                continue
+            prefix = spec.name or f"nc{k}"
+            for src in bridge_sources(self.topology, spec):
+                name = f"{prefix}-{src}-to-{spec.target}"
+                self.bridges.append(BridgePlan(name, src, spec.target, mcast.uri(spec.target), spec))
+        return mcast
+
+
+def make_plan(topology: Topology, run_dir: str | Path, port_pool: Iterator[int] | None = None) -> Plan:
+    """Allocate every port (free, reserved loopback ports; or from `ports`, for static files such
+    as generated compose files) and make every connection a proxied link."""
+    run_dir = Path(run_dir).resolve()
+    n_witness = sum(g.size for g in topology.groups) if port_pool is None else 0
+    pool = port_pool if port_pool is not None else iter(free_ports(_ports_needed(topology) + n_witness))
+    brokers = _broker_plans(topology, run_dir, pool, bool(n_witness))
     links: list[Link] = []
     for b in brokers.values():
         g = topology.group(b.group)
         for c, port in b.ports.items():
             links.append(Link(f"{b.name}-{c}", "client", b.name, c, next(pool), port, tls=g.connector(c).tls))
-
-    def ow_tls(broker: str) -> bool:
-        return topology.group(brokers[broker].group).connectors["openwire"].tls
-
-    bridges: list[BridgePlan] = []
-    made: set[str] = set()
-    for k, spec in enumerate(topology.bridges):
-        prefix = spec.name or f"nc{k}"
-        if spec.uri == "multicast":
-            continue
-        for src in bridge_sources(topology, spec):
-            target_addrs = []
-            tls = False
-            for tgt in bridge_targets(topology, spec):
-                lname = f"bridge-{src}-to-{tgt}"
-                if lname in made:  # a second bridge between the same brokers gets its own link
-                    lname = f"bridge-{src}-to-{tgt}-{prefix}"
-                made.add(lname)
-                link = Link(
-                    lname,
-                    "bridge",
-                    tgt,
-                    "openwire",
-                    next(pool),
-                    brokers[tgt].ports["openwire"],
-                    source=src,
-                    tls=ow_tls(tgt),
-                )
-                links.append(link)
-                target_addrs.append(link.listen)
-                tls = tls or link.tls
-            bridges.append(
-                BridgePlan(
-                    f"{prefix}-{src}-to-{spec.target}",
-                    src,
-                    spec.target,
-                    _bridge_uri(spec, target_addrs, tls),
-                    spec,
-                )
-            )
-
-    mcast = _multicast_for(run_dir) if mcast_targets else None
-    for g_name in mcast_targets:
-        for b in (brokers[m] for m in topology.group(g_name).member_names()):
-            links.append(
-                Link(
-                    f"bridge-mcast-to-{b.name}",
-                    "bridge",
-                    b.name,
-                    "openwire",
-                    next(pool),
-                    b.ports["openwire"],
-                    source=None,
-                    tls=ow_tls(b.name),
-                )
-            )
-    if mcast is not None:
-        for k, spec in enumerate(topology.bridges):
-            if spec.uri != "multicast":
-                continue
-            prefix = spec.name or f"nc{k}"
-            for src in bridge_sources(topology, spec):
-                bridges.append(
-                    BridgePlan(
-                        f"{prefix}-{src}-to-{spec.target}", src, spec.target, mcast.uri(spec.target), spec
-                    )
-                )
-    return Plan(topology, run_dir, brokers, links, bridges, mcast)
+    bridging = _Bridging(topology, brokers, pool)
+    bridging.static()
+    mcast = bridging.multicast(run_dir)
+    return Plan(topology, run_dir, brokers, links + bridging.links, bridging.bridges, mcast)

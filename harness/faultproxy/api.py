@@ -17,7 +17,7 @@ import logging
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from harness.faultproxy.relay import ACCEPT_BUCKET_S, Registry
+from harness.faultproxy.registry import ACCEPT_BUCKET_S, Registry
 from harness.faultproxy.toxics import ApiError, Toxic
 
 log = logging.getLogger("faultproxy.api")
@@ -173,6 +173,12 @@ class ApiServer:
             }
         if n == 0 or parts[0] != "proxies":
             raise ApiError(404, "not found")
+        return await self._route_proxies(method, parts, raw)
+
+    async def _route_proxies(self, method: str, parts: list[str], raw: bytes) -> Response:
+        """/proxies, /proxies/NAME and below."""
+        reg = self.registry
+        n = len(parts)
         if n == 1:
             _allow(method, "GET", "POST")
             if method == "GET":

@@ -18,7 +18,7 @@ import stat
 import sys
 
 from harness.faultproxy.api import TOXIPROXY_VERSION, ApiServer
-from harness.faultproxy.relay import Registry
+from harness.faultproxy.registry import Registry
 from harness.faultproxy.toxics import ApiError
 
 log = logging.getLogger("faultproxy")

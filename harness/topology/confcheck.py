@@ -3,41 +3,68 @@
 Each finding is `file:line: problem. Fix: ...`. Errors stop `bfh topology validate` and
 `bfh validate` before anything starts; warnings are printed and kept in the run's report.
 The rewrites themselves live in harness/deploy/importconf.py (the import at load time in
-harness/topology/imported.py); both read the files through the
-helpers here, so a check and its rewrite never disagree about what a URI means.
+harness/topology/imported.py); both read the files through the helpers of
+harness/topology/confread.py (re-exported here), so a check and its rewrite never disagree about
+what a URI means.
 """
 
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.topology.activemq import BROKER_CHILDREN
 from harness.topology.amqxml import AMQ_NS, BEANS_NS, PROPERTY, ConfFile, Node, ParseFailure, parse
-from harness.topology.files import InputFileError, read_input
+from harness.topology.confread import (
+    ADDRESS,
+    NETWORK_CONNECTORS,
+    STORES,
+    TLS,
+    UNAVAILABLE,
+    Connector,
+    conf_props,
+    connectors,
+    file_protocols,
+    load_properties,
+    lookup,
+    member_files,
+    network_connectors,
+    property_files,
+    required_protocols,
+    resolve,
+)
+from harness.topology.files import InputFileError
 from harness.topology.model import Group, Topology
 
 # Catalog scenario that shows the static:(master,slave) bridge failing (see docs/ops.md).
 STATIC_LIST_SCENARIO = "network"
-KNOWN_PROPS = ("activemq.base", "activemq.data", "activemq.conf", "activemq.home")
-PLAIN = {"tcp": "openwire", "nio": "openwire", "auto": "openwire", "auto+nio": "openwire"}
-PLAIN |= {"mqtt": "mqtt", "mqtt+nio": "mqtt", "stomp": "stomp", "stomp+nio": "stomp"}
-TLS = ("ssl", "nio+ssl", "auto+ssl", "auto+nio+ssl", "mqtt+ssl", "mqtt+nio+ssl", "stomp+ssl", "stomp+nio+ssl")
-UNAVAILABLE = ("amqp", "amqp+nio", "amqp+ssl", "amqp+nio+ssl", "ws", "wss", "http", "https", "udp")
-ADDRESS = re.compile(r"(?P<scheme>[a-z][a-z0-9+]*)://(?P<host>[^:/?,()\s]+)(?::(?P<port>[^/?,()\s&]+))?")
-CONNECTOR_URI = re.compile(
-    r"^(?P<scheme>[a-z][a-z0-9+]*)://(?P<host>[^:/?]*)(?::(?P<port>[^/?]+))?(?P<rest>.*)$"
-)
-NETWORK_CONNECTORS = ("networkConnector", "multicastNetworkConnector", "ldapNetworkConnector")
-STORES = ("kahaDB", "mKahaDB")
 UNSHAREABLE = {
     "memoryPersistenceAdapter": "keeps messages in memory only",
     "jdbcPersistenceAdapter": "needs the production database (not available to a test run)",
     "levelDB": "is not in ActiveMQ 5.17 (LevelDB was removed)",
     "replicatedLevelDB": "is not in ActiveMQ 5.17 (LevelDB was removed)",
 }
+
+__all__ = [
+    "ADDRESS",
+    "Finding",
+    "NETWORK_CONNECTORS",
+    "STORES",
+    "UNAVAILABLE",
+    "check",
+    "connectors",
+    "errors",
+    "file_protocols",
+    "load_properties",
+    "lookup",
+    "member_files",
+    "network_connectors",
+    "property_files",
+    "required_protocols",
+    "resolve",
+    "warnings",
+]
 
 
 @dataclass(frozen=True)
@@ -51,99 +78,6 @@ class Finding:
     def render(self) -> str:
         tag = "warning: " if self.severity == "warning" else ""
         return f"{self.file}:{self.line}: {tag}{self.message}. Fix: {self.fix}"
-
-
-def member_files(group: Group) -> list[Path]:
-    """The config file of each member, in member order."""
-    c = group.config
-    files = [c] * group.size if isinstance(c, str) else list(c or [])
-    return [Path(f) for f in files]
-
-
-def load_properties(conf: ConfFile) -> dict[str, str]:
-    """Properties of the files a placeholder bean loads from next to the config (`${activemq.conf}`)."""
-    props: dict[str, str] = {}
-    text = conf.data.decode("utf-8", "replace")
-    for m in re.finditer(r"\$\{activemq\.conf\}/([\w.-]+\.properties)", text):
-        f = conf.path.parent / m.group(1)
-        try:
-            body = read_input(f).decode("utf-8", "replace") if f.is_file() else ""
-        except InputFileError:
-            body = ""
-        for line in body.splitlines():
-            line = line.strip()
-            if line and not line.startswith(("#", "!")):
-                k, _, v = line.partition("=") if "=" in line else line.partition(":")
-                props[k.strip()] = v.strip()
-    return props
-
-
-def property_files(conf: ConfFile) -> list[Path]:
-    text = conf.data.decode("utf-8", "replace")
-    found = re.findall(r"\$\{activemq\.conf\}/([\w.-]+\.properties)", text)
-    return [conf.path.parent / f for f in dict.fromkeys(found) if (conf.path.parent / f).is_file()]
-
-
-def resolve(value: str, props: dict[str, str]) -> str:
-    return PROPERTY.sub(lambda m: props.get(m.group(1), m.group(0)), value)
-
-
-@dataclass
-class Connector:
-    node: Node
-    name: str
-    scheme: str
-    host: str
-    port: int | None
-    rest: str
-    protocol: str | None  # openwire/mqtt/stomp for what the harness can run and proxy
-
-
-def connectors(conf: ConfFile, props: dict[str, str]) -> list[Connector]:
-    out: list[Connector] = []
-    broker = conf.broker
-    for tc in broker.find("transportConnectors") if broker else []:
-        for n in tc.find("transportConnector"):
-            m = CONNECTOR_URI.match(resolve(n.attrs.get("uri", ""), props))
-            if not m:
-                out.append(Connector(n, n.attrs.get("name", ""), "", "", None, "", None))
-                continue
-            port = int(m["port"]) if (m["port"] or "").isdigit() else None
-            scheme = m["scheme"]
-            out.append(
-                Connector(n, n.attrs.get("name", ""), scheme, m["host"], port, m["rest"], PLAIN.get(scheme))
-            )
-    return out
-
-
-def network_connectors(conf: ConfFile) -> list[Node]:
-    broker = conf.broker
-    return [n for nc in (broker.find("networkConnectors") if broker else []) for n in nc.children]
-
-
-def lookup(hosts: dict[str, str], host: str, port: str | None) -> str | None:
-    """The member `hosts:` maps host:port (or host) to; host names compare case-insensitively."""
-    folded = {k.lower(): v for k, v in hosts.items()}
-    return folded.get(f"{host}:{port}".lower()) or folded.get(host.lower())
-
-
-def file_protocols(conf: ConfFile) -> set[str]:
-    return {c.protocol for c in connectors(conf, _props(conf)) if c.protocol}
-
-
-def _props(conf: ConfFile) -> dict[str, str]:
-    return {**{k: "${" + k + "}" for k in KNOWN_PROPS}, **load_properties(conf)}
-
-
-def required_protocols(group: Group, confs: list[ConfFile]) -> tuple[set[str], bool]:
-    """What the agents and the harness need from every member, and whether the topology said so."""
-    if "connectors" in group.model_fields_set:
-        return set(group.connectors), True
-    found = set().union(*(file_protocols(c) for c in confs)) if confs else set()
-    need = found | {"openwire"}
-    if not need & {"mqtt", "stomp"}:
-        need.add("mqtt")  # the topology default (mqtt, openwire): the agents speak MQTT
-    return need, False
 
 
 class _Checker:
@@ -191,7 +125,7 @@ class _Checker:
     def file(self, g: Group, conf: ConfFile) -> None:
         broker = conf.broker
         assert broker is not None
-        props = _props(conf)
+        props = conf_props(conf)
         self.elements(conf, broker)
         self.properties(conf, props)
         for imp in conf.root.iter("import"):
