@@ -197,7 +197,10 @@ def add_deprecated_alias(parser: pytest.Parser, old: str, new: str) -> None:
 
 
 def warn_deprecated(config: pytest.Config) -> list[str]:
-    """A deprecation warning per old spelling given; returns the messages."""
+    """A deprecation warning per old spelling given (by the controller only, not each xdist
+    worker again); returns the messages."""
+    if hasattr(config, "workerinput"):
+        return []
     used = getattr(config.option, DEPRECATED, None) or []
     msgs = [f"{old} is deprecated: use {new}" for old, new in used]
     for m in msgs:

@@ -102,3 +102,26 @@ def test_scenario_run_workers(
         assert "created:" not in p.stdout and "1 passed" in p.stdout, p.stdout[-2000:]
     else:
         assert f"{expected} [1 item]" in p.stdout, p.stdout[-2000:]
+
+
+MINE = """name: mine
+groups:
+  - name: solo
+    kind: pair
+    connectors: [mqtt, openwire]
+"""
+
+
+def test_bfh_topology_marker_takes_a_file_or_a_name(project: Path) -> None:
+    (project / "scenarios" / "mine.yaml").write_text(MINE)
+    (project / "scenarios" / "test_marked.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.bfh_topology('mine.yaml')\n"
+        "def test_file(bfh_topology):\n    print('TOPOLOGY', bfh_topology.name)\n\n"
+        "@pytest.mark.bfh_topology('network-of-pairs')\n"
+        "def test_name(bfh_topology):\n    print('TOPOLOGY', bfh_topology.name)\n"
+    )
+    p = _run(project, "-n", "0", "-s", "scenarios/test_marked.py")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    names = [ln.split("TOPOLOGY ", 1)[1].strip() for ln in p.stdout.splitlines() if "TOPOLOGY " in ln]
+    assert names == ["mine", "network-of-pairs"], p.stdout[-2000:]
