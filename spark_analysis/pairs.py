@@ -37,11 +37,17 @@ def _writer(w: Any) -> Any:
 def classify(spark: Any, ev: Any, facts: Facts, policy: Policy) -> Any:
     """Every (message, subscription) pair of the staged events ``ev``, classified, with codes
     for its names (see named())."""
+    rows, subs_df = _stream(spark, ev, facts)
+    msg = _per_message(spark, rows, subs_df, facts)
+    pairs, msg_cols = _pairs(msg, facts)
+    return _classified(pairs, msg_cols, facts, policy)
+
+
+def _stream(spark: Any, ev: Any, facts: Facts) -> tuple[Any, Any]:
+    """The message events as one coded stream, and the subscriptions (rk, agent, filter, j)."""
     from pyspark.sql import functions as F
 
-    from spark_analysis.mqtt import match_expr
-
-    col, S, pol = F.col, facts.smax, policy
+    col = F.col
 
     def h(name: str) -> Any:
         return F.when(col(name).isNotNull(), F.xxhash64(name))
@@ -80,6 +86,17 @@ def classify(spark: Any, ev: Any, facts: Facts, policy: Policy) -> Any:
             F.when(kind == 3, col("j")).alias("j"),
         )
     )
+    return rows, subs_df
+
+
+def _per_message(spark: Any, rows: Any, subs_df: Any, facts: Facts) -> Any:
+    """One row per message: its publisher records, its receipts per subscription index
+    (n/f/s<J>), its state, and which subscriptions' filters match its topic (m<J>)."""
+    from pyspark.sql import functions as F
+
+    from spark_analysis.mqtt import match_expr
+
+    col, S = F.col, facts.smax
     k = col("kind")
     is_pub = k < 3
     # the first publisher record is the first send_attempt whenever there is one (sent and
@@ -139,7 +156,14 @@ def classify(spark: Any, ev: Any, facts: Facts, policy: Policy) -> Any:
             .agg(*[F.max(col("j") == J).alias(f"m{J}") for J in range(S)])
         )
         msg = msg.join(F.broadcast(tm), ["rk", "topic"], "left")
+    return msg
 
+
+def _pairs(msg: Any, facts: Facts) -> tuple[Any, list[str]]:
+    """The (message, subscription) rows of the messages, and the message columns they carry."""
+    from pyspark.sql import functions as F
+
+    col, S = F.col, facts.smax
     # one row per (message, subscription) pair that is expected, matched or received; one row
     # without subscription for a message that has none of them
     keeps: list[Any] = []
@@ -182,6 +206,14 @@ def classify(spark: Any, ev: Any, facts: Facts, policy: Policy) -> Any:
     )
     msg_cols = ["rk", "msg_id", "publisher_h", "topic_h", "qos", "state", *_TIMES, "reason_h"]
     pairs = msg.select(*msg_cols, "drop_handed", "reached", F.inline(F.array(*structs))).where(col("keep"))
+    return pairs, msg_cols
+
+
+def _classified(pairs: Any, msg_cols: list[str], facts: Facts, pol: Policy) -> Any:
+    """Each pair's guarantee, status and ghost kind (docs/reconciliation.md)."""
+    from pyspark.sql import functions as F
+
+    col = F.col
     j = col("j")
     durable = facts.sub_lookup("durable", j, "boolean")
     sub_qos = facts.sub_lookup("qos", j, "int")

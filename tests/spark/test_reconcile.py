@@ -467,20 +467,20 @@ def test_downgraded_guarantee_is_a_violation(spark, tmp_path):
     (ok_dir / "run.json").write_text(json.dumps({"run": "run-honoured", "agents": agents}))
     bare_dir = h.write(tmp_path / "no-run-json")  # nothing demanded: nothing to check
     s, ok, bare = reconcile([run_dir, ok_dir, bare_dir], spark=spark)
-    assert s["deliveries"]["lost"] == 0 and s["reasons"]
+    assert s["deliveries"]["lost"] == 0 and anomalies(s)[0]
     assert [(d["agent"], d["kind"], d["topic"]) for d in s["downgrades"]] == [
         ("pub", "publish", "t/b"),
         ("sub-a", "subscribe", "t/#"),
     ]
     assert s["downgrades"][1]["got"] == {"qos": 1, "durable": False}
-    (reason,) = s["reasons"]
+    (reason,) = anomalies(s)[0]
     assert reason["kind"] == "downgraded" and reason["count"] == 2
     assert reason["examples"][0] == "pub published t/b at QoS 0 (asked 1)"
-    assert ok["downgrades"] == [] and ok["reasons"] == []
-    assert bare["downgrades"] == [] and bare["reasons"] == []
+    assert ok["downgrades"] == [] and anomalies(ok)[0] == []
+    assert bare["downgrades"] == [] and anomalies(bare)[0] == []
     # a policy can make it a warning
     (w,) = reconcile([run_dir], spark=spark, policy=Policy(max_downgrades=None))
-    assert w["reasons"] == [] and {x["kind"] for x in w["warnings"]} >= {"downgraded"}
+    assert anomalies(w)[0] == [] and {x["kind"] for x in anomalies(w)[1]} >= {"downgraded"}
 
 
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
@@ -500,7 +500,7 @@ def test_cli_runs_the_job(runs, spark, capsys, tmp_path):
     run_dir = _copy(runs["robust"][0], tmp_path)
     assert main([str(run_dir), "--max-duplicates", "3", "--settle-s", "2"]) == 0
     out = capsys.readouterr().out
-    assert "run-robust: reconciled" in out and "policy violations: -" in out
+    assert "run-robust: reconciled" in out and "anomaly kinds: extra, in_doubt_missing" in out
     s = json.loads((run_dir / "analysis" / "summary.json").read_text())
     assert s["policy"]["max_duplicates"] == 3 and s["policy"]["settle_s"] == 2.0
     assert s["engine"]["messages_parquet"] == "listed"
