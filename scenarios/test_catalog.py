@@ -1,5 +1,5 @@
 """The conformance catalog (harness/catalog/scenarios.py): every entry run against real brokers, the fault
-proxy, the agent (the reference agent unless --agent-cmd) and the Spark reconciliation, and judged
+proxy, the agent (the reference agent unless --bfh-agent-cmd-only) and the Spark reconciliation, and judged
 by harness.verdict. A failure lists every broken promise with its evidence.
 
 Select with the entries' tags: `-k masterslave`, `-k network`, `-k partition`, `-k security`,

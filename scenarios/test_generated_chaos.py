@@ -23,13 +23,17 @@ PAIR = builtin_topology("pair")
 TIMEOUT_S = 6  # publisher timeout: long outages must produce explained drops
 
 
-def check_property(schedule, reports_root, backend, agent_cmd, seen: list | None = None) -> None:
+def check_property(
+    schedule, reports_root, backend, agent_cmd, seen: list | None = None, agent_protocol: str | None = None
+) -> None:
     """The verdict of every promise (harness.verdict), as for a catalog entry."""
     path = save_schedule(schedule, reports_root / "schedules")
     replay = f"replay: bfh run --topology pair --schedule {path} --publisher-timeout {TIMEOUT_S} --count 160"
     r = execute(
         PAIR,
-        agent_factory(group="pair", count=160, timeout_s=TIMEOUT_S, command=agent_cmd),
+        agent_factory(
+            group="pair", count=160, timeout_s=TIMEOUT_S, command=agent_cmd, command_protocol=agent_protocol
+        ),
         schedule,
         label="chaos",
         reports=reports_root,
@@ -52,7 +56,9 @@ BUDGET_S = float(os.environ.get("BFH_CHAOS_BUDGET_S", "240"))
 @pytest.mark.broker
 @pytest.mark.spark
 @pytest.mark.slow
-def test_generated_chaos_pair(reports_root, backend_kind, agent_cmd, bfh_rounds, record_property):
+def test_generated_chaos_pair(
+    reports_root, backend_kind, agent_cmd, bfh_agent_protocol, bfh_rounds, record_property
+):
     """Promise: under generated schedules of kills, stops, pauses, restarts and link faults on a pair,
     every promise holds (the same checkers as the catalog). --bfh-rounds N: N rounds, the first
     derandomized, the others with Hypothesis seeds 1..N-1 (other schedules)."""
@@ -73,7 +79,8 @@ def test_generated_chaos_pair(reports_root, backend_kind, agent_cmd, bfh_rounds,
         def prop(schedule):
             if budget.spent():  # a passing example: shrinking stops at the smallest failure found so far
                 return
-            check_property(schedule, reports_root, backend_kind, agent_cmd, seen if bfh_rounds > 1 else None)
+            kept = seen if bfh_rounds > 1 else None
+            check_property(schedule, reports_root, backend_kind, agent_cmd, kept, bfh_agent_protocol)
 
         if bfh_rounds == 1:
             prop()
@@ -92,7 +99,7 @@ def test_generated_chaos_pair(reports_root, backend_kind, agent_cmd, bfh_rounds,
 
 
 @pytest.mark.soak
-def test_generated_chaos_soak(reports_root, backend_kind, agent_cmd):
+def test_generated_chaos_soak(reports_root, backend_kind, agent_cmd, bfh_agent_protocol):
     """Soak: as many generated schedules as BFH_CHAOS_EXAMPLES allows within BFH_CHAOS_BUDGET_S."""
     budget = Budget(BUDGET_S)
 
@@ -103,6 +110,6 @@ def test_generated_chaos_soak(reports_root, backend_kind, agent_cmd):
     def prop(schedule):
         if budget.spent():
             return
-        check_property(schedule, reports_root, backend_kind, agent_cmd)
+        check_property(schedule, reports_root, backend_kind, agent_cmd, agent_protocol=bfh_agent_protocol)
 
     prop()
