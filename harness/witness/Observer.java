@@ -84,6 +84,9 @@ public class Observer {
         final Map<String, String[]> consumers = new ConcurrentHashMap<>(); // id -> client, dest, sub
         final Map<String, String[]> producers = new ConcurrentHashMap<>();
         final Map<String, Boolean> removed = new ConcurrentHashMap<>(); // consumer ids seen removed
+        // the re-replay's finds: the re-replaying consumer gets live advisories too (the client
+        // drops the replay's target mark), so a find counts only if no live advisory names it
+        final Map<String, Object[]> finds = new ConcurrentHashMap<>(); // id -> rec, record
         final java.util.List<String> held = new java.util.ArrayList<>(); // records before gap_end
 
         boolean connected = false;
@@ -153,6 +156,7 @@ public class Observer {
                     consumers.clear();
                     producers.clear();
                     removed.clear();
+                    finds.clear();
                     lastSeen = now();
                     connectedAt = lastSeen;
                     synchronized (this) {
@@ -216,6 +220,13 @@ public class Observer {
                 } else if (again != null && lastSeen - againAt >= RESNAPSHOT_HOLD_S) {
                     again.close();
                     again = null;
+                    for (Map.Entry<String, Object[]> f : finds.entrySet()) {
+                        String[] known = consumers.get(f.getKey());
+                        if (removed.containsKey(f.getKey()) || known != null && known[0] != null) continue;
+                        consumers.put(f.getKey(), (String[]) f.getValue()[0]);
+                        record((String) f.getValue()[1]);
+                    }
+                    finds.clear();
                 }
             }
         }
@@ -256,7 +267,10 @@ public class Observer {
                 // the same consumer again (a replay raced its live advisory): one record is its span
                 if (!resnap && known != null && (known[0] != null || client == null)) return;
                 String[] rec = {client, dest(ci.getDestination()), ci.getSubscriptionName()};
-                consumers.put(id, rec);
+                if (!resnap) {
+                    finds.remove(id); // live: not the re-replay's find
+                    consumers.put(id, rec);
+                }
                 // lag: the broker's send of the advisory to its arrival here (one clock): the
                 // observer's latency, which widens consumer_confirmed's tolerance (issue 35)
                 // (a broker's advisory carries no JMS timestamp: its dispatch time, else its arrival)
@@ -264,9 +278,11 @@ public class Observer {
                         : Math.max(am.getBrokerInTime(), am.getTimestamp());
                 double sent = ms / 1000.0;
                 String lag = sent > 0 ? ",\"lag\":" + ts(Math.max(0.0, t - sent)) : "";
-                record(head("consumer_added", t) + ",\"client_id\":" + q(rec[0]) + ",\"destination\":"
+                String json = head("consumer_added", t) + ",\"client_id\":" + q(rec[0]) + ",\"destination\":"
                         + q(rec[1]) + ",\"consumer_id\":" + q(id) + ",\"subscription\":" + q(rec[2])
-                        + ",\"network\":" + ci.isNetworkSubscription() + snap + lag + "}");
+                        + ",\"network\":" + ci.isNetworkSubscription() + snap + lag + "}";
+                if (resnap) finds.put(id, new Object[] {rec, json});
+                else record(json);
             } else if (ds instanceof ProducerInfo) {
                 ProducerInfo pi = (ProducerInfo) ds;
                 String id = pi.getProducerId().toString();
