@@ -82,6 +82,7 @@ class HandRun:
         self.label, self.agent_cmd, self.on_result = label, agent_cmd, on_result
         self.scenario = {"name": label, "what": "a test's own run", "gates": list(gates), "params": {}}
         self.scenario["params"] = dict(params or {})
+        self.agents: list[AgentProcess] = []  # the loop's own list once up (kept after judge())
         self.result: RunResult | None = None
         self._stack = contextlib.ExitStack()
         self._loop: Loop | None = None
@@ -98,7 +99,7 @@ class HandRun:
                 scenario=self.scenario,
             )
         )
-        self._loop, self.result = loop, loop.result
+        self._loop, self.result, self.agents = loop, loop.result, loop.agents
         self._faults = FaultHandle(loop.env.faults)
         return self
 
@@ -119,10 +120,6 @@ class HandRun:
     @property
     def env(self) -> Environment:
         return self.loop.env
-
-    @property
-    def agents(self) -> list[AgentProcess]:
-        return self._loop.agents if self._loop is not None else []
 
     @property
     def run_dir(self) -> Path:
