@@ -9,9 +9,10 @@ inside the run's window (`run_window()`, `ts_ok()`).
 
 Evidence: run.json, faults.jsonl, agents/*/messages.jsonl, brokers/events.jsonl,
 brokers/*/broker.log, analysis/summary.json and analysis/messages.parquet, each with its size,
-record count (lines) and sha256. analysis/summary.json is sealed by the digest of its reconciled
-part: the judge adds the verdict to the same file (`JUDGE_KEYS`), so re-judging never breaks the
-seal. The judge's other outputs (blame.parquet, report.html, summary.md) are not evidence.
+record count (lines) and sha256. The judge writes its own analysis/verdict.json and leaves
+summary.json alone; summary.json is still sealed by the digest of its reconciled part, because
+folders judged before that change carry the verdict in it (`JUDGE_KEYS`). The judge's outputs
+(verdict.json, blame.parquet, report.html, summary.md) are not evidence.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from harness.contracts.runrecord import run_id_of  # run.json's owner; the name 
 
 MANIFEST = "manifest.json"
 VERSION = 1
-#: summary.json keys the judge writes (harness/verdict/judge.py `_write`): not sealed
+#: summary.json keys the judge wrote into it before it had verdict.json (old folders): not sealed
 JUDGE_KEYS = frozenset(
     {
         "verdict",
