@@ -33,9 +33,12 @@ def rounds(args: argparse.Namespace, once: Callable[[argparse.Namespace], int]) 
     if n == 1:
         return once(args)
     base, worst = args.seed, 0
+    junit = getattr(args, "junitxml", None)
     tallies: dict[str, Tally] = {}
     for i in range(n):
         args.seed, args.outcomes = base + i, []
+        if junit:  # one JUnit file per round (the index and JSON are per run already)
+            args.junitxml = str(round_path(Path(junit), i + 1))
         err.rule(f"[bold]round {i + 1}/{n}[/] (seed {args.seed})")
         with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
             worst = max(worst, 2 if once(args) == 2 else 0)
@@ -49,6 +52,11 @@ def rounds(args: argparse.Namespace, once: Callable[[argparse.Namespace], int]) 
         err.print(escape(t.message() if t.failures else t.line()), soft_wrap=True, highlight=False)
     err.print(f"rounds: {out}")
     return worst or (1 if any(t.failures for t in tallies.values()) else 0)
+
+
+def round_path(path: Path, round_no: int) -> Path:
+    """`out.xml` -> `out.round-2.xml`."""
+    return path.with_name(f"{path.stem}.round-{round_no}{path.suffix}")
 
 
 def without_rounds(argv: list[str]) -> list[str]:

@@ -67,3 +67,10 @@ def test_replay_command_drops_rounds_and_seed():
 
     argv = ["run", "pause-master", "--rounds", "5", "--seed=3", "--agent-cmd", "my agent {config}"]
     assert _without_rounds(argv) == ["run", "pause-master", "--agent-cmd", "'my agent {config}'"]
+
+
+def test_each_validate_round_gets_its_own_junit_file() -> None:
+    from harness.cli.common import round_path
+
+    assert round_path(Path("out/cov.xml"), 2) == Path("out/cov.round-2.xml")
+    assert round_path(Path("out/cov.xml"), 1) != round_path(Path("out/cov.xml"), 2)
