@@ -158,7 +158,9 @@ def test_spark_submit_on_standalone_cluster(cluster):
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=600, cwd=tmp)
     assert done.returncode == 0, done.stderr[-4000:]
-    assert "run-standalone: reconciled" in done.stdout and "anomaly kinds: lost" in done.stdout
+    assert "run-standalone: reconciled" in done.stdout
+    # Spark lists the kinds it counted; which of them break a limit is the verdict's (checks/limits.py)
+    assert "anomaly kinds: duplicated, lost" in done.stdout
     summary = json.loads((run / "analysis" / "summary.json").read_text())
     assert summary["engine"]["master"] == url
     assert summary["deliveries"]["expected"] == 3
