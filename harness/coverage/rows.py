@@ -36,57 +36,52 @@ def _s(at: float, fault: str, target: str, duration: float | None = None, **para
     return Step(at=at, fault=fault, target=target, duration=duration, params=params)
 
 
+def _row(fault: str, target: str, what: str, *steps: Step, count: int = 100, **kw: Any) -> Row:
+    """A fault row keyed "<fault>:<target>"."""
+    return Row(f"{fault}:{target}", fault, what, target, steps, count, **kw)
+
+
 def group_rows(g: str, size: int) -> list[Row]:
     m = f"master:{g}"
+    both_down = f"members:{g}"
     if size == 1:  # a standalone broker: no takeover; it can only come back
         return [
-            Row(
-                f"pause:{g}",
-                "pause",
-                f"{g}: SIGSTOP the broker 10 s",
-                g,
-                (_s(4, "pause", m, 10),),
-                150,
-                rank=3,
-            ),
-            Row(
-                f"both-down:{g}",
+            _row("pause", g, f"{g}: SIGSTOP the broker 10 s", _s(4, "pause", m, 10), count=150, rank=3),
+            _row(
                 "both-down",
-                f"{g}: the broker down 8 s, less than mb.publisher.timeout (40 s)",
                 g,
-                (_s(4, "kill", f"members:{g}", 8),),
+                f"{g}: the broker down 8 s, less than mb.publisher.timeout (40 s)",
+                _s(4, "kill", both_down, 8),
                 timeout_s=40,
                 rank=1,
             ),
         ]
     return [
-        Row(f"kill:{g}", "kill", f"{g}: kill -9 the master", g, (_s(5, "kill", m),), rank=1),
-        Row(f"stop:{g}", "stop", f"{g}: graceful stop of the master", g, (_s(5, "stop", m),), rank=3),
-        Row(f"pause:{g}", "pause", f"{g}: SIGSTOP the master 20 s", g, (_s(4, "pause", m, 20),), 150, rank=3),
-        Row(
-            f"slave-loss:{g}",
+        _row("kill", g, f"{g}: kill -9 the master", _s(5, "kill", m), rank=1),
+        _row("stop", g, f"{g}: graceful stop of the master", _s(5, "stop", m), rank=3),
+        _row("pause", g, f"{g}: SIGSTOP the master 20 s", _s(4, "pause", m, 20), count=150, rank=3),
+        _row(
             "slave-loss",
-            f"{g}: kill -9 the slave (nothing may notice), back after 10 s",
             g,
-            (_s(4, "kill", f"slave:{g}", 10),),
+            f"{g}: kill -9 the slave (nothing may notice), back after 10 s",
+            _s(4, "kill", f"slave:{g}", 10),
             rank=4,
         ),
-        Row(
-            f"rolling-restart:{g}",
+        _row(
             "rolling-restart",
+            g,
             f"{g}: rolling restart: restart the slave, stop the master (the slave takes over), "
             "the old master back as slave",
-            g,
-            (_s(3, "restart", f"slave:{g}"), _s(10, "stop", m, 6)),
-            200,
+            _s(3, "restart", f"slave:{g}"),
+            _s(10, "stop", m, 6),
+            count=200,
             rank=4,
         ),
-        Row(
-            f"both-down:{g}",
+        _row(
             "both-down",
-            f"{g}: both members down 8 s, less than mb.publisher.timeout (40 s)",
             g,
-            (_s(4, "kill", f"members:{g}", 8),),
+            f"{g}: both members down 8 s, less than mb.publisher.timeout (40 s)",
+            _s(4, "kill", both_down, 8),
             timeout_s=40,
             rank=4,
         ),
@@ -97,32 +92,30 @@ def bridge_rows(src: str, dst: str) -> list[Row]:
     b = f"{src}->{dst}"
     t = f"bridge:{b}"
     return [
-        Row(
-            f"bridge-blackhole:{b}",
+        _row(
             "bridge-blackhole",
+            b,
             f"bridge {src} → {dst} black-holed 20 s",
-            b,
-            (_s(4, "partition", t, 20),),
-            250,
+            _s(4, "partition", t, 20),
+            count=250,
             rank=2,
         ),
-        Row(
-            f"bridge-cut:{b}",
+        _row(
             "bridge-cut",
-            f"bridge {src} → {dst}: connections cut and refused 10 s",
             b,
-            (_s(4, "down", t, 10),),
-            150,
+            f"bridge {src} → {dst}: connections cut and refused 10 s",
+            _s(4, "down", t, 10),
+            count=150,
             rank=2,
         ),
-        Row(
-            f"bridge-handshake:{b}",
+        _row(
             "bridge-handshake",
+            b,
             f"bridge {src} → {dst}: kill -9 {dst}'s master, the bridge's connections cut after 300 bytes "
             "(in the handshake) for 15 s after the takeover",
-            b,
-            (_s(5, "kill", f"master:{dst}"), _s(5, "limit_data", t, 15, bytes=300)),
-            200,
+            _s(5, "kill", f"master:{dst}"),
+            _s(5, "limit_data", t, 15, bytes=300),
+            count=200,
             rank=4,
         ),
     ]

@@ -4,12 +4,12 @@ worker count xdist's `-n auto` asks the plugin for (BFH_WORKERS) on a scenario r
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from .pluginproject import run_pytest, write_project
 
 PROJECT = {
     "pytest.ini": "[pytest]\nbfh_reports = from-ini\nbfh_gate = agent\nbfh_rounds = 2\n",
@@ -28,34 +28,11 @@ PROJECT = {
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    for rel, text in PROJECT.items():
-        f = tmp_path / rel
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(text)
-    return tmp_path
+    return write_project(tmp_path, PROJECT)
 
 
 def _run(project: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "BFH_WORKERS"))}
-    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), **env_extra)
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "harness.pytest_plugin.plugin",
-            "-p",
-            "no:cacheprovider",
-            *args,
-        ],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_pytest(project, "-p", "no:cacheprovider", *args, **env_extra)
 
 
 def _shown(p: subprocess.CompletedProcess[str]) -> list[str]:

@@ -4,13 +4,12 @@ longest first by the durations an earlier run left in pytest's cache."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from .pluginproject import run_pytest, write_project
 
 PROJECT = {
     "pyproject.toml": """
@@ -35,25 +34,12 @@ bfh_default_excludes = ["extended"]
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    for rel, text in PROJECT.items():
-        f = tmp_path / rel
-        f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(text)
-    return tmp_path
+    return write_project(tmp_path, PROJECT)
 
 
 def _run(project: Path, *args: str, **env_extra: str) -> str:
     """A real pytest run in `project` with the plugin; its stdout (it must pass)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}  # not this run's worker
-    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), **env_extra)
-    out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "harness.pytest_plugin.plugin", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_pytest(project, *args, **env_extra)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     return out.stdout
 
