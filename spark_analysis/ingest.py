@@ -11,6 +11,8 @@ shuffle and, the files being sorted, no hash map either.
 
 Every line is kept: records that cannot be used are staged with event ``_malformed``, the reason,
 the file and the raw text, so the reconciliation can count and show them instead of crashing.
+Records that name another run than run.json's are staged with event ``_foreign``: counted, never
+classified (the verdict's evidence check names them).
 """
 
 from __future__ import annotations
@@ -35,10 +37,11 @@ from pyspark.sql import types as T
 from harness.contracts.msglog import EVENTS
 from spark_analysis.frames import collect_many, top
 
-STAGE_VERSION = 3
+STAGE_VERSION = 4
 EVENTS_DIR = "events.parquet"
 MANIFEST = "events.manifest.json"
 MALFORMED = "_malformed"
+FOREIGN = "_foreign"
 
 MESSAGE_EVENTS = ("send_attempt", "sent", "dropped", "received")
 PUBLISHER_EVENTS = ("send_attempt", "sent", "dropped")
@@ -89,6 +92,7 @@ _PARSE_SCHEMA = T.StructType(
 class RunSources:
     run_dir: Path
     files: list[Path]
+    run_id: str | None = None  # run.json's: records naming another run are staged as FOREIGN
 
     @property
     def events_dir(self) -> Path:
@@ -99,9 +103,9 @@ class RunSources:
         return self.run_dir / "analysis" / MANIFEST
 
 
-def discover(run_dir: Path) -> RunSources:
+def discover(run_dir: Path, run_id: str | None = None) -> RunSources:
     files = sorted(p for p in (run_dir / "agents").glob("*/messages.jsonl") if p.is_file())
-    return RunSources(run_dir, files)
+    return RunSources(run_dir, files, run_id)
 
 
 def fingerprint(run_dir: Path, files: list[Path]) -> list[dict[str, Any]]:
@@ -131,7 +135,9 @@ def is_fresh(src: RunSources) -> bool:
         return False
     if manifest.get("synthetic"):
         return True
-    return manifest.get("sources") == fingerprint(src.run_dir, src.files)
+    return manifest.get("run_id") == src.run_id and manifest.get("sources") == fingerprint(
+        src.run_dir, src.files
+    )
 
 
 #: bytes of input per bucket of staged Parquet (~16 MB of Parquet each)
@@ -245,6 +251,7 @@ def write_manifest(src: RunSources, **extra: Any) -> None:
     data = {
         "version": STAGE_VERSION,
         "sources": fingerprint(src.run_dir, src.files),
+        "run_id": src.run_id,
         "staged_at": time.time(),
         **extra,
     }
@@ -254,11 +261,11 @@ def write_manifest(src: RunSources, **extra: Any) -> None:
 
 
 def _parse(text: DataFrame) -> DataFrame:
-    """Raw lines (value, rk) -> staged rows (rk + STAGED_SCHEMA)."""
+    """Raw lines (value, rk, want_run) -> staged rows (rk + STAGED_SCHEMA)."""
     r = F.from_json(
         "value", _PARSE_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
     ).alias("r")
-    df = text.select("rk", F.monotonically_increasing_id().alias("seq"), "value", r)
+    df = text.select("rk", "want_run", F.monotonically_increasing_id().alias("seq"), "value", r)
     col = F.col
     ev = col("r.event")
     no_fields = col("r.ts").isNull() & ev.isNull() & col("r.agent").isNull()
@@ -274,6 +281,7 @@ def _parse(text: DataFrame) -> DataFrame:
     )
     df = df.withColumn("bad_reason", bad)
     is_bad = col("bad_reason").isNotNull()
+    foreign = col("r.run").isNotNull() & col("want_run").isNotNull() & (col("r.run") != col("want_run"))
     fields = [F.when(~is_bad, col(f"r.{n}")).cast(t).alias(n) for n, t in RECORD_FIELDS if n != "event"]
     return df.select(
         "rk",
@@ -282,13 +290,21 @@ def _parse(text: DataFrame) -> DataFrame:
         "bad_reason",
         F.when(is_bad, F.substring("value", 1, 300)).alias("raw"),
         F.when(is_bad, F.input_file_name()).alias("file"),
-        F.when(is_bad, F.lit(MALFORMED)).otherwise(ev).alias("event"),
+        F.when(is_bad, F.lit(MALFORMED)).when(foreign, F.lit(FOREIGN)).otherwise(ev).alias("event"),
     )
 
 
-def stage(spark: SparkSession, run_dirs: list[Path], *, force: bool = False) -> list[RunSources]:
-    """Make sure every run's logs are staged as Parquet; parse only the stale ones, in one job."""
-    sources = [discover(d) for d in run_dirs]
+def stage(
+    spark: SparkSession,
+    run_dirs: list[Path],
+    *,
+    run_ids: list[str | None] | None = None,
+    force: bool = False,
+) -> list[RunSources]:
+    """Make sure every run's logs are staged as Parquet; parse only the stale ones, in one job.
+    ``run_ids`` (run.json's, per folder): records naming another run are staged as FOREIGN."""
+    ids = run_ids or [None] * len(run_dirs)
+    sources = [discover(d, rid) for d, rid in zip(run_dirs, ids, strict=True)]
     todo = [(i, s) for i, s in enumerate(sources) if force or not is_fresh(s)]
     with_files = [(i, s) for i, s in todo if s.files]
     if with_files:
@@ -302,6 +318,7 @@ def stage(spark: SparkSession, run_dirs: list[Path], *, force: bool = False) -> 
                     spark.read.text([str(p) for p in s.files])
                     .where(F.length(F.trim("value")) > 0)
                     .withColumn("rk", F.lit(i))
+                    .withColumn("want_run", F.lit(s.run_id).cast("string"))
                 )
                 text = part if text is None else text.unionByName(part)
             assert text is not None

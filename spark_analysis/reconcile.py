@@ -38,7 +38,7 @@ if __package__ in (None, ""):  # run as a script (spark-submit spark_analysis/re
 from spark_analysis.aggregates import aggregates  # noqa: E402
 from spark_analysis.facts import read_facts  # noqa: E402
 from spark_analysis.ingest import RunSources, read_staged, stage  # noqa: E402
-from spark_analysis.inputs import InputError, RunInput, load_inputs  # noqa: E402
+from spark_analysis.inputs import InputError, RunInput, load_inputs, run_id_from_json  # noqa: E402
 from spark_analysis.markdown import render_reconciliation_md  # noqa: E402
 from spark_analysis.pairs import listed, named, write_by_run, write_pairs  # noqa: E402
 from spark_analysis.policy import Policy, PolicyError, load_policy  # noqa: E402
@@ -87,7 +87,9 @@ def run_job(
         timings[name] = round(now - t, 3)
         t = now
 
-    sources = stage(spark, [i.run_dir for i in inputs])
+    sources = stage(
+        spark, [i.run_dir for i in inputs], run_ids=[run_id_from_json(i.run_json) for i in inputs]
+    )
     tick("stage")
     partitions = _shuffle_partitions(sources)
     conf = _job_conf(partitions)

@@ -14,7 +14,7 @@ from spark_analysis.attribution import faults_summary
 from spark_analysis.facts import Facts
 from spark_analysis.frames import grouped
 from spark_analysis.guarantees import downgrades
-from spark_analysis.ingest import KNOWN_EVENTS, MALFORMED
+from spark_analysis.ingest import FOREIGN, KNOWN_EVENTS, MALFORMED
 from spark_analysis.inputs import RunInput
 from spark_analysis.policy import Policy
 from spark_analysis.statuses import EXTRA_STATUSES, GHOST_KINDS, STATUSES
@@ -43,8 +43,9 @@ def assemble(
             faults=faults_summary(rk, got, inputs, facts, policy),
             malformed=_malformed(rk, inp, facts, cube, policy),
             ignored_records=sum(
-                r["n"] for r in cube if r["event"] not in KNOWN_EVENTS and r["event"] != MALFORMED
+                r["n"] for r in cube if r["event"] not in (*KNOWN_EVENTS, MALFORMED, FOREIGN)
             ),
+            foreign_records=_foreign(cube),
             time_span=[facts.t_min.get(rk), facts.t_max.get(rk)],
             # the guarantee each agent's workload (run.json) demanded vs what it used
             downgrades=downgrades(inp.run_json, cube),
@@ -86,6 +87,15 @@ def _counts(rk: int, got: Rows, facts: Facts) -> dict[str, Any]:
         "by_guarantee": {g: {k: v for k, v in c.items() if v} for g, c in by_guarantee.items()},
         "out_of_order": {"total": sum(s["out_of_order"] for s in streams), "streams": streams},
     }
+
+
+def _foreign(cube: list[dict[str, Any]]) -> dict[str, Any]:
+    """Records naming another run than run.json's: counted here, never classified."""
+    runs: dict[str, int] = {}
+    for r in cube:
+        if r["event"] == FOREIGN:
+            runs[str(r["run"])] = runs.get(str(r["run"]), 0) + r["n"]
+    return {"count": sum(runs.values()), "runs": dict(sorted(runs.items())[:5])}
 
 
 def _deliveries(

@@ -509,3 +509,69 @@ def test_cli_runs_the_job(runs, spark, capsys, tmp_path):
     again = json.loads((run_dir / "analysis" / "summary.json").read_text())
     assert again["engine"]["messages_parquet"] == "all"
     assert (_pairs(run_dir).status == "ok").sum() == again["deliveries"]["ok"] > 0
+
+
+def test_records_of_another_run_are_counted_never_classified(spark, tmp_path):
+    """A log that also holds records of another run (a reused folder, a copied log): those records
+    are counted in `foreign_records` and left out of every class, so the summary's counts are this
+    run's alone and agree with the verdict's evidence check, which names them."""
+    h = History(
+        run="run-mine",
+        subs=[Sub("sub-a", "t/#", 1.0)],
+        msgs=[
+            Msg(f"m-{i}", "pub", "t/a", 1, 2.0 + i, "acknowledged", receipts={0: [2.5 + i]}) for i in range(3)
+        ],
+    )
+    clean = h.write(tmp_path / "clean")
+    (clean / "run.json").write_text(json.dumps({"run": "run-mine"}))
+    (want,) = reconcile([clean], spark=spark)
+    mixed = h.write(tmp_path / "mixed")
+    (mixed / "run.json").write_text(json.dumps({"run": "run-mine"}))
+    other = [
+        {
+            "ts": 3.0,
+            "run": "run-other",
+            "agent": "pub",
+            "event": "sent",
+            "msg_id": "x-1",
+            "topic": "t/a",
+            "qos": 1,
+        },
+        {
+            "ts": 3.1,
+            "run": "run-other",
+            "agent": "sub-a",
+            "event": "received",
+            "msg_id": "x-1",
+            "topic": "t/a",
+            "subscription": "t/#",
+            "qos": 1,
+        },
+        {
+            "ts": 3.2,
+            "run": "run-other",
+            "agent": "sub-a",
+            "event": "received",
+            "msg_id": "m-0",
+            "topic": "t/a",
+            "subscription": "t/#",
+            "qos": 1,
+        },
+    ]
+    with (mixed / "agents" / "sub-a" / "messages.jsonl").open("a") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in other)
+    (s,) = reconcile([mixed], spark=spark)
+    assert s["foreign_records"] == {"count": 3, "runs": {"run-other": 3}}
+    assert want["foreign_records"] == {"count": 0, "runs": {}}
+    for key in ("deliveries", "ghosts", "unexpected", "unexpected_receipts", "malformed"):
+        assert s[key] == want[key], key
+    assert s["totals"] == {**want["totals"], "records": want["totals"]["records"] + 3}
+    # the same logs under another run id: staged again, and now the other records are this run's
+    (mixed / "run.json").write_text(json.dumps({"run": "run-other"}))
+    (s2,) = reconcile([mixed], spark=spark)
+    assert s2["run"] == "run-other"
+    assert s2["foreign_records"] == {
+        "count": want["totals"]["records"],
+        "runs": {"run-mine": want["totals"]["records"]},
+    }
+    assert s2["totals"]["receipts"] == 2 and s2["totals"]["acknowledged"] == 1
