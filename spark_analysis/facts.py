@@ -14,6 +14,7 @@ from typing import Any
 from spark_analysis.frames import collect_many
 from spark_analysis.ingest import (
     FACTS_EXAMPLES,
+    FOREIGN,
     MALFORMED,
     PUBLISHER_EVENTS,
     RunSources,
@@ -53,6 +54,17 @@ class Facts:
         arr = F.array(*[F.lit(v).cast(dtype) for v in values])
         return F.when(j.isNotNull(), F.element_at(arr, F.col("rk") * self.smax + j + 1))
 
+    def sub_field(self, field_name: str, j: int, dtype: str) -> Any:
+        """Column: ``field_name`` of subscription index ``j`` (a constant) of the row's run: a lookup
+        in an array of one value per run, not of every run's every subscription."""
+        from pyspark.sql import functions as F
+
+        values = [(self.sub_at.get((rk, j)) or {}).get(field_name) for rk in range(self.runs)]
+        if self.runs == 1:
+            return F.lit(values[0]).cast(dtype)
+        arr = F.array(*[F.lit(v).cast(dtype) for v in values])
+        return F.element_at(arr, F.col("rk") + 1)
+
     def roles(self, rk: int) -> list[tuple[str, bool, str | None]]:
         """(agent, is_ack, subscription) of every role of a run: publishers with an acknowledged
         send, subscriptions with a receipt."""
@@ -77,7 +89,7 @@ def _run_id(inp: RunInput, rk: int, cube: list[dict[str, Any]]) -> str:
         return rid
     counts: dict[str, int] = defaultdict(int)
     for r in cube:
-        if r["rk"] == rk and r["run"] and r["event"] != MALFORMED:
+        if r["rk"] == rk and r["run"] and r["event"] not in (MALFORMED, FOREIGN):
             counts[r["run"]] += r["n"]
     if counts:
         return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
@@ -103,7 +115,7 @@ def read_facts(ev: Any, sources: list[RunSources], inputs: list[RunInput], polic
     t_min: dict[int, float] = {}
     t_max: dict[int, float] = {}
     for r in cube:
-        if r["t0"] is not None and r["event"] != MALFORMED:
+        if r["t0"] is not None and r["event"] not in (MALFORMED, FOREIGN):
             rk = r["rk"]
             t_min[rk] = min(t_min.get(rk, r["t0"]), r["t0"])
             t_max[rk] = max(t_max.get(rk, r["t1"]), r["t1"])

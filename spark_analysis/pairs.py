@@ -166,16 +166,19 @@ def _pairs(msg: Any, facts: Facts) -> tuple[Any, list[str]]:
     col, S = F.col, facts.smax
     # one row per (message, subscription) pair that is expected, matched or received; one row
     # without subscription for a message that has none of them
-    keeps: list[Any] = []
+    matches = [F.coalesce(col(f"m{J}"), F.lit(False)) for J in range(S)]
+    keeps = [m | (col(f"n{J}") > 0) for J, m in enumerate(matches)]
+    # the message's row is its first kept pair: the least kept index (linear in S, where
+    # "kept and none before" is quadratic, and a fleet has hundreds of subscriptions)
+    no_index = F.lit(None).cast("int")
+    first_kept = F.least(*[F.when(k, F.lit(J)) for J, k in enumerate(keeps)], no_index) if S else no_index
+    msg = msg.withColumn("_first_kept", first_kept)  # once per message, not once per pair
+    first_kept = col("_first_kept")
     structs = []
-    for J in range(S):
-        m = F.coalesce(col(f"m{J}"), F.lit(False))
-        keep = m | (col(f"n{J}") > 0)
-        sub_first = facts.sub_lookup("first_ts", F.lit(J), "double")
+    for J, (m, keep) in enumerate(zip(matches, keeps, strict=True)):
+        sub_first = facts.sub_field("first_ts", J, "double")
         expected = F.coalesce(m & (sub_first < col("first_attempt_ts")), F.lit(False))
-        first = keep
-        for prev in keeps:
-            first = first & ~prev
+        first = F.coalesce(first_kept == J, F.lit(False))
         structs.append(
             F.struct(
                 F.lit(J).cast("int").alias("j"),
@@ -188,10 +191,7 @@ def _pairs(msg: Any, facts: Facts) -> tuple[Any, list[str]]:
                 expected.alias("expected"),
             )
         )
-        keeps.append(keep)
-    none_keep = F.lit(True)
-    for kp in keeps:
-        none_keep = none_keep & ~kp
+    none_keep = first_kept.isNull()
     structs.append(
         F.struct(
             F.lit(None).cast("int").alias("j"),
