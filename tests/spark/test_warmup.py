@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from spark_analysis import warmup
+
 pytestmark = pytest.mark.spark
 
 CODE = """
@@ -22,6 +24,9 @@ spark = get_spark()
 print("same", spark.sparkContext.getConf().get("spark.driver.extraJavaOptions"))
 pools = spark._jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
 print("codecache", sum(p.getUsage().getMax() for p in pools if "Code" in p.getName()))
+import os
+jvm = spark.sparkContext._gateway.proc.pid
+print("nice", os.getpriority(os.PRIO_PROCESS, jvm) - os.getpriority(os.PRIO_PROCESS, 0))
 """
 
 
@@ -36,6 +41,8 @@ def test_warm_up_leaves_a_warm_small_session_for_the_reconcile() -> None:
     # C1 alone defaults to 48 MB of compiled code, which Spark's generated classes could fill
     # within 8-12 reconciles: the JIT stopped and a session serving many runs slowed down
     assert int(lines.get("codecache", "0")) >= 200 << 20, out.stdout
+    # the JVM yields to the run's brokers and agents; the caller's own thread keeps its priority
+    assert lines.get("nice") == str(warmup.NICE), out.stdout
 
 
 def test_start_imports_on_the_callers_thread() -> None:
