@@ -4,7 +4,8 @@
     BFH_FLEET_SIZES=100 BFH_FLEET_RUNS=3 BFH_FLEET_EVENTS=1000 (the defaults) ...
 
 Each size in BFH_FLEET_SIZES (ascending) runs `fleet-masterslave` (one pair, kill -9 the master)
-BFH_FLEET_RUNS times, with the controller publishing BFH_FLEET_EVENTS topology events at 20/s
+BFH_FLEET_RUNS times, with the controller publishing BFH_FLEET_EVENTS topology events at
+BFH_FLEET_RATE per second (20)
 (fan-out: events x agents deliveries; each agent adds 30 status events to the controller). Per
 run: the verdict, the wall time, deliveries reconciled, the reconcile time, deliveries per second
 through the fault proxy (receipts over the traffic phase), and the agents' peak memory (RSS) and
@@ -69,10 +70,10 @@ class AgentSampler:
                     continue
 
 
-def one_run(size: int, events: int, reports: Path) -> dict[str, Any]:
-    sc = catalog.with_changes("fleet-masterslave", count=events, rate=20.0)
+def one_run(size: int, events: int, reports: Path, rate: float = 20.0) -> dict[str, Any]:
+    sc = catalog.with_changes("fleet-masterslave", count=events, rate=rate)
     t0 = time.monotonic()
-    with AgentSampler("agent_under_test.reference") as s:
+    with AgentSampler("agent_under_test.reference") as s, AgentSampler("activemq.jar") as brokers:
         out = catalog.run(
             sc, catalog.topology_named("pair"), reports=reports, show_progress=False, fleet=size
         )
@@ -93,13 +94,18 @@ def one_run(size: int, events: int, reports: Path) -> dict[str, Any]:
         "agents_sampled": len(s.rss),
         "rss_mb_per_agent": round(sum(s.rss.values()) / n / 1e6, 1),
         "cpu_s_per_agent": round(sum(s.cpu.values()) / n, 2),
+        # the brokers' CPU over the traffic: near 1 core, the topic's dispatch is the limit
+        "broker_cores": round(sum(brokers.cpu.values()) / traffic_s, 2) if traffic_s else None,
         "phases_s": r.phases_s,
         "run_dir": str(r.run_dir),
     }
 
 
 def medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    keys = ("wall_s", "deliveries", "reconcile_s", "deliveries_per_s", "rss_mb_per_agent", "cpu_s_per_agent")
+    keys = (
+        "wall_s", "deliveries", "reconcile_s", "deliveries_per_s", "rss_mb_per_agent", "cpu_s_per_agent",
+        "broker_cores",
+    )  # fmt: skip
     out: dict[str, Any] = {"size": runs[0]["size"], "runs": len(runs)}
     for k in keys:
         xs = [x[k] for x in runs if isinstance(x.get(k), int | float)]
@@ -114,11 +120,12 @@ def test_fleet_capacity(tmp_path: Path) -> None:
     sizes = [int(x) for x in os.environ.get("BFH_FLEET_SIZES", "100").split(",")]
     n_runs = int(os.environ.get("BFH_FLEET_RUNS", "3"))
     events = int(os.environ.get("BFH_FLEET_EVENTS", "1000"))
+    rate = float(os.environ.get("BFH_FLEET_RATE", "20"))
     limit_s = float(os.environ.get("BFH_FLEET_LIMIT_S", "300"))
     reports = Path(os.environ.get("BFH_FLEET_REPORTS", str(tmp_path / "reports")))
     table, largest = [], 0
     for size in sorted(sizes):
-        runs = [one_run(size, events, reports) for _ in range(n_runs)]
+        runs = [one_run(size, events, reports, rate) for _ in range(n_runs)]
         for x in runs:
             print(f"\nfleet {size}: {json.dumps({k: v for k, v in x.items() if k != 'phases_s'})}")
         m = medians(runs)
