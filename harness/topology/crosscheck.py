@@ -11,7 +11,8 @@ import re
 from collections.abc import Iterator
 from typing import Protocol
 
-from harness.topology.parts import Bridge, Group, PathSpec, Problem, User
+from harness.topology.parts import Bridge, Group, Loc, PathSpec, Problem, User
+from harness.topology.traffic import Traffic, families, mqtt_matches
 
 
 class TopologyShape(Protocol):
@@ -22,6 +23,7 @@ class TopologyShape(Protocol):
     users: list[User]
     hosts: dict[str, str]
     paths: list[PathSpec] | None
+    traffic: Traffic | None
 
     def group(self, name: str) -> Group: ...
 
@@ -44,6 +46,7 @@ def cross_checks(t: TopologyShape) -> Iterator[Problem]:
     for i, b in enumerate(t.bridges):
         yield from _bridge_checks(t, i, b, names)
     yield from _path_checks(t, names)
+    yield from _traffic_checks(t, names)
     yield from _bridge_clashes(t, names)
     yield from _host_checks(t, members)
     yield from _user_checks(t)
@@ -213,8 +216,17 @@ def _user_checks(t: TopologyShape) -> Iterator[Problem]:
 
 
 def _path_checks(t: TopologyShape, names: list[str]) -> Iterator[Problem]:
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str, str | None], int] = {}
+    fams = [f.name for f in families(t)]
     for i, p in enumerate(t.paths or []):
+        if p.family is not None and p.family not in fams:
+            close = difflib.get_close_matches(p.family, fams, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            yield Problem(
+                ("paths", i, "family"),
+                f"unknown traffic family {p.family!r}",
+                f"{hint}use one of: {', '.join(fams)}",
+            )
         for end, ref in (("from", p.source), ("to", p.target)):
             if ref not in names:
                 close = difflib.get_close_matches(ref, names, n=1)
@@ -222,11 +234,45 @@ def _path_checks(t: TopologyShape, names: list[str]) -> Iterator[Problem]:
                 yield Problem(
                     ("paths", i, end), f"unknown group {ref!r}", f"{hint}use one of: {', '.join(names)}"
                 )
-        key = (p.source, p.target)
+        key = (p.source, p.target, p.family)
         if key in seen:
+            of = f" ({p.family})" if p.family else ""
             yield Problem(
                 ("paths", i),
-                f"path {p.source} -> {p.target} is already declared by paths[{seen[key]}]",
+                f"path {p.source} -> {p.target}{of} is already declared by paths[{seen[key]}]",
                 "declare each path once",
             )
         seen.setdefault(key, i)
+
+
+def _traffic_checks(t: TopologyShape, names: list[str]) -> Iterator[Problem]:
+    tr = t.traffic
+    if tr is None:
+        return
+    refs: list[tuple[Loc, str]] = []
+    if tr.controller is not None:
+        refs.append((("traffic", "controller"), tr.controller))
+    seen: dict[str, int] = {}
+    for i, f in enumerate(tr.families or []):
+        if f.name in seen:
+            yield Problem(
+                ("traffic", "families", i, "name"),
+                f"traffic family {f.name!r} is already declared by traffic.families[{seen[f.name]}]",
+                "give each family its own name",
+            )
+        seen.setdefault(f.name, i)
+        for end, val in (("from", f.source), ("to", f.target)):
+            if isinstance(val, list):
+                refs += [(("traffic", "families", i, end, k), g) for k, g in enumerate(val)]
+        for k, e in enumerate(f.event_topics()):
+            if not mqtt_matches(f.topic, e):
+                yield Problem(
+                    ("traffic", "families", i, "events", k),
+                    f"event topic {e!r} is not in the family's filter {f.topic!r}",
+                    "name events the filter matches",
+                )
+    for loc, ref in refs:
+        if ref not in names:
+            close = difflib.get_close_matches(ref, names, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            yield Problem(loc, f"unknown group {ref!r}", f"{hint}use one of: {', '.join(names)}")

@@ -33,6 +33,7 @@ from harness.topology.parts import (
     _Problems,
     dotted,
 )
+from harness.topology.traffic import Family, Traffic
 
 __all__ = [
     "CLIENT_CONNECTORS",
@@ -42,6 +43,7 @@ __all__ = [
     "Bridge",
     "BridgeUri",
     "Connector",
+    "Family",
     "ConnectorSpec",
     "Group",
     "GroupKind",
@@ -51,6 +53,7 @@ __all__ = [
     "Problem",
     "Strict",
     "Topology",
+    "Traffic",
     "TopologyError",
     "User",
     "bridge_sources",
@@ -74,6 +77,11 @@ class Topology(Strict):
         default=None,
         description="the delivery paths that must (or must not) deliver; default: every pair of "
         "connected groups must",
+    )
+    traffic: Traffic | None = Field(
+        default=None,
+        description="the topic families the deployment carries (default: the Stratos families, "
+        "harness.topology.traffic)",
     )
 
     @model_validator(mode="after")

@@ -333,4 +333,5 @@ class PathSpec(Strict):
 
     source: Name = Field(alias="from")
     target: Name = Field(alias="to")
+    family: Name | None = Field(default=None, description="one traffic family (default: every family)")
     deliver: bool = True

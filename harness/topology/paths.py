@@ -10,10 +10,11 @@ owner's settings; over k bridges, bridge i must accept demand that already trave
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from harness.topology.model import Bridge, Topology
+from harness.topology.traffic import families, flows
 
 Must = Literal["deliver", "not", "report", "none"]
 #: the topic a coverage agent on group `g` publishes to (MQTT spelling; ActiveMQ's is dotted)
@@ -45,6 +46,7 @@ class PathPrediction:
     hops: int  # of the shortest route ActiveMQ uses (0: the group itself; -1: none)
     why: str  # one line: how it routes, or why it does not
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    family: str = ""  # the traffic family (harness.topology.traffic); "" for a bare group pair
 
     @property
     def label(self) -> str:
@@ -147,12 +149,14 @@ def _components(topology: Topology) -> dict[str, int]:
     return comp
 
 
-def _must(topology: Topology, src: str, dst: str, connected: bool) -> Must:
+def _must(topology: Topology, src: str, dst: str, connected: bool, family: str = "") -> Must:
     if src == dst:
         return "deliver"
     if topology.paths is not None:
-        for p in topology.paths:
-            if (p.source, p.target) == (src, dst):
+        mine = [p for p in topology.paths if (p.source, p.target) == (src, dst)]
+        # a declaration naming the family wins over one for every family
+        for p in sorted(mine, key=lambda p: p.family is None):
+            if p.family in (None, family or None):
                 return "deliver" if p.deliver else "not"
         return "report" if connected else "none"
     return "deliver" if connected else "none"
@@ -168,9 +172,33 @@ def predict(topology: Topology) -> list[PathPrediction]:
     return out
 
 
-def _predict(topology: Topology, hops: list[Hop], src: str, dst: str, connected: bool) -> PathPrediction:
-    must = _must(topology, src, dst, connected)
-    topic = TOPIC.format(group=src).replace("/", ".")
+def predict_traffic(topology: Topology) -> list[PathPrediction]:
+    """Every traffic flow (family, producer group, consumer group: harness.topology.traffic), in
+    family then group order, with whether ActiveMQ routes the family's topics along it."""
+    hops, comp = hops_of(topology), _components(topology)
+    fams = {f.name: f for f in families(topology)}
+    out = []
+    for fl in flows(topology):
+        fam = fams[fl.family]
+        topic = fam.event_topics()[0].replace("/", ".")
+        p = _predict(
+            topology, hops, fl.source, fl.target, comp[fl.source] == comp[fl.target], topic, fam.name
+        )
+        out.append(replace(p, family=fam.name))
+    return out
+
+
+def _predict(
+    topology: Topology,
+    hops: list[Hop],
+    src: str,
+    dst: str,
+    connected: bool,
+    topic: str | None = None,
+    family: str = "",
+) -> PathPrediction:
+    must = _must(topology, src, dst, connected, family)
+    topic = topic or TOPIC.format(group=src).replace("/", ".")
     if src == dst:
         return PathPrediction(src, dst, must, True, 0, "the group itself")
     routes = list(_routes(hops, src, dst))
