@@ -5,6 +5,7 @@ run is harness.deploy.importconf's."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from harness.topology.amqxml import parse
@@ -20,6 +21,9 @@ from harness.topology.confcheck import (
     required_protocols,
 )
 from harness.topology.model import Bridge, ConnectorSpec, Group, Problem, Topology, TopologyError
+from harness.topology.parts import AMQ_NAME_PATTERN
+
+AMQ_NAME = re.compile(AMQ_NAME_PATTERN)
 
 PROTOCOL_ORDER = ("mqtt", "stomp", "openwire")
 
@@ -91,7 +95,8 @@ def _bridges(t: Topology) -> list[Bridge]:
         if not g.config:
             continue
         for f in dict.fromkeys(member_files(g)):
-            for n in network_connectors(parse(f)):
+            conf = parse(f)
+            for n in network_connectors(conf):
                 uri = n.attrs.get("uri", "")
                 if n.tag != "networkConnector" or uri.startswith("multicast:"):
                     continue
@@ -109,7 +114,7 @@ def _bridges(t: Topology) -> list[Bridge]:
                     else:
                         form = "static"
                     found.setdefault((g.name, tg), form)
-                    routing.setdefault((g.name, tg), _routing(n))
+                    routing.setdefault((g.name, tg), _routing(n, conf))
     out = []
     for (src, tgt), form in found.items():
         if form == "masterslave" and t.group(tgt).size < 2:
@@ -126,11 +131,45 @@ def _bridges(t: Topology) -> list[Bridge]:
 _ROUTING_ATTRS = ("consumerTTL", "messageTTL", "dynamicOnly", "staticBridge", "destinationFilter")
 
 
-def _routing(n: Any) -> dict[str, Any]:
+#: networkConnector children listing destinations, and the Bridge field each becomes
+_LISTS = {
+    "excludedDestinations": "excluded_destinations",
+    "dynamicallyIncludedDestinations": "dynamically_included_destinations",
+    "staticallyIncludedDestinations": "statically_included_destinations",
+}
+
+
+def _attr_line(n: Any, conf: Any, attr: str) -> int:
+    """The line of attribute `attr` in `n`'s start tag (a tag often spans lines)."""
+    tag = conf.data[n.start : n.start_end]
+    at = tag.find(f" {attr}=".encode())
+    return n.line + (tag[:at].count(b"\n") if at >= 0 else 0)
+
+
+def _routing(n: Any, conf: Any) -> dict[str, Any]:
     """The routing settings of an imported networkConnector, as the Bridge model spells them
-    (the member's own file is what the broker runs; these feed the path prediction)."""
+    (the member's own file is what the broker runs; these feed the path prediction), with the
+    file and line of each destination entry and routing attribute."""
     a = n.attrs
     out: dict[str, Any] = {}
+    where = {"networkConnector": f"{conf.path}:{n.line}"}
+    if a.get("name"):
+        where["name"] = a["name"]  # the connector's own name labels it in warnings
+    where.update({k: f"{conf.path}:{_attr_line(n, conf, k)}" for k in _ROUTING_ATTRS if k in a})
+    out["origin"] = where
+    for c in n.children:
+        field = _LISTS.get(c.tag) if c.amq else None
+        if field:
+            out[field] = [
+                {
+                    "name": d.attrs.get("physicalName", ""),
+                    "kind": d.tag,
+                    "file": str(conf.path),
+                    "line": d.line,
+                }
+                for d in c.children
+                if d.amq and d.tag in ("topic", "queue") and AMQ_NAME.match(d.attrs.get("physicalName", ""))
+            ]
     if a.get("duplex", "").lower() == "true":
         out["duplex"] = True
     if a.get("conduitSubscriptions", "").lower() == "false":

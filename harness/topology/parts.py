@@ -235,6 +235,33 @@ class Group(Strict):
         return [f"{self.name}-{i}" for i in range(1, self.size + 1)]
 
 
+#: an ActiveMQ destination name: dot-separated levels, `*` one level, `>` the rest
+AMQ_NAME_PATTERN = r"^(?:[A-Za-z0-9_$:#+-]+|\*)(?:\.(?:[A-Za-z0-9_$:#+-]+|\*))*(?:\.>)?$|^>$"
+DEST_LISTS = (
+    "excluded_destinations",
+    "dynamically_included_destinations",
+    "statically_included_destinations",
+)
+
+
+class Destination(Strict):
+    """One entry of a bridge's destination list (docs/topology.md): `topology.>` (a topic) or
+    `queue://jobs.>`; `file`/`line` are set when the entry comes from an imported activemq.xml."""
+
+    name: str = Field(min_length=1, max_length=200, pattern=AMQ_NAME_PATTERN)
+    kind: Literal["topic", "queue"] = "topic"
+    file: str | None = Field(default=None, exclude=True)
+    line: StrictInt | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            kind, sep, name = v.partition("://")
+            return {"kind": kind, "name": name} if sep else {"name": v}
+        return v
+
+
 class Bridge(Strict):
     """A network connector from members of one group to another group.
 
@@ -271,6 +298,14 @@ class Bridge(Strict):
     )
     attributes: dict[str, str | int | bool] = Field(
         default_factory=dict, description="further networkConnector attributes, e.g. {syncDurableSubs: true}"
+    )
+    excluded_destinations: list[Destination] = Field(default_factory=list, max_length=64)
+    dynamically_included_destinations: list[Destination] = Field(default_factory=list, max_length=64)
+    statically_included_destinations: list[Destination] = Field(default_factory=list, max_length=64)
+    origin: dict[str, str] = Field(
+        default_factory=dict,
+        exclude=True,
+        description="set on import: 'file:line' of the networkConnector and of its attributes",
     )
 
     @field_validator("attributes")
