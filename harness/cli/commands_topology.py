@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from harness.cli.common import err
+from harness.cli.common import err, error
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -72,6 +72,9 @@ def cmd_topology(args: argparse.Namespace) -> int:
     if args.action == "list":
         print("\n".join(builtin_names()))
         return 0
+    if args.file is None:
+        error(f"bfh topology {args.action} needs a topology file or built-in name (`bfh topology list`)")
+        return 2
     topo = load_topology(args.file)
     if args.action == "show":
         print(json.dumps(topo.redacted(), indent=2))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -89,3 +91,80 @@ def error(text: str) -> None:
 
 def crash(e: BaseException) -> str:
     return " ".join(f"{type(e).__name__}: {e}".split())[:300]
+
+
+#: the output options each command writes to (a folder; --junitxml a file), checked before it starts
+OUTPUTS = {
+    "demo": ("reports",),
+    "run": ("reports",),
+    "validate": ("reports", "junitxml"),
+    "up": ("reports",),
+    "down": ("reports",),
+    "status": ("reports",),
+    "compose": ("out",),
+    "agent": ("reports",),
+}
+
+
+def output_problem(args: argparse.Namespace) -> str | None:
+    """Why one of the command's output options cannot be used (one line), or None; found before
+    anything starts, so a bad path leaves no broker, proxy or folder behind."""
+    for opt in OUTPUTS.get(getattr(args, "cmd", ""), ()):
+        value = getattr(args, opt, None)
+        if value is None or getattr(args, "list", False):
+            continue
+        if opt == "junitxml":
+            why = file_problem(Path(value), Path(getattr(args, "reports", None) or "reports"))
+        else:
+            why = folder_problem(Path(value), write=args.cmd not in ("down", "status"))
+        if why:
+            return f"--{opt} {value}: {why}"
+    return None
+
+
+def folder_problem(path: Path, write: bool = True) -> str | None:
+    """Why `path` cannot be (made) a folder to write in; probes the nearest existing folder with a
+    scratch folder it removes (a root can write almost anywhere, but not in /proc)."""
+    probe = path
+    while True:
+        try:
+            os.stat(probe)
+            break
+        except (FileNotFoundError, NotADirectoryError):
+            if probe == probe.parent:
+                return "no folder of it exists"
+            probe = probe.parent
+        except OSError as e:
+            return f"cannot use it ({e.strerror})"
+    if not probe.is_dir():
+        return f"{probe} is not a folder"
+    if write:
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".bfh-probe-", dir=probe))
+        except OSError as e:
+            return f"cannot write in {probe} ({e.strerror})"
+    return None
+
+
+def file_problem(path: Path, made: Path | None = None) -> str | None:
+    """Why a file cannot be written at `path`: its folder must exist, or be `made` (the reports
+    folder, which the run makes)."""
+    if path.is_dir():
+        return "is a folder; give a file name"
+    if not path.parent.is_dir():
+        if made is not None and path.parent.absolute() == made.absolute():
+            return folder_problem(path.parent)  # the run makes it before the file is written
+        return (
+            f"{path.parent} is not a folder" if os.path.lexists(path.parent) else "its folder does not exist"
+        )
+    try:
+        if os.path.lexists(path):
+            with path.open("ab"):  # opened for append, not changed
+                pass
+        else:
+            fd, scratch = tempfile.mkstemp(prefix=".bfh-probe-", dir=path.parent)
+            os.close(fd)
+            os.unlink(scratch)
+    except OSError as e:
+        return f"cannot write it ({e.strerror})"
+    return None

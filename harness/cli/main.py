@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from harness.cli.common import err, rounds
+from harness.cli.common import err, error, output_problem, rounds
 from harness.cli.common import without_rounds as _without_rounds  # noqa: F401  # its old name
 from harness.cli.parser import build_parser
 
@@ -71,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     if code is not None:
         return code
     args = build_parser().parse_args(argv)
+    bad_output = output_problem(args)
+    if bad_output:  # before anything starts or is written
+        error(bad_output)
+        return 2
     from harness.agents.launch import AgentError
     from harness.backends import BackendError
     from harness.catalog.scenarios import CatalogError, one_line

@@ -182,7 +182,7 @@ def _add_operations(add: Add) -> None:
 
     t = add("topology", "validate, show or list topologies")
     t.add_argument("action", choices=["validate", "show", "list"])
-    t.add_argument("file", nargs="?", default="pair")
+    t.add_argument("file", nargs="?", default=None, help="topology file or built-in name (validate, show)")
 
     c = add("compose", "write a Docker Compose file (and its conf dir) for a topology")
     c.add_argument("topology", help="topology file or built-in name")

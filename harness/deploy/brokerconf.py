@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import re
 import tempfile
-import xml.parsers.expat
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 from harness.deploy.plan import HOST, BrokerPlan, Plan, connector_uri, make_plan
 from harness.deploy.tls import load_run_tls
 from harness.topology import Topology, TopologyError
+from harness.topology.amqxml import ParseFailure, check_text
 
 MAX_RENDERED = 16 << 20  # characters of one rendered user template
 
@@ -194,16 +194,15 @@ def render_broker(
 
 
 def check_well_formed(text: str, what: str) -> None:
-    """TopologyError (one line) unless `text` is well-formed XML."""
-    parser = xml.parsers.expat.ParserCreate()
+    """TopologyError (one line) unless `text` is well-formed XML without a DOCTYPE."""
     try:
-        parser.Parse(text.encode("utf-8"), True)
-    except xml.parsers.expat.ExpatError as e:
-        raise TopologyError(
-            f"{what}: the rendered activemq.xml is not well-formed (line {e.lineno}: "
-            f"{xml.parsers.expat.ErrorString(e.code)}). Fix: check the topology's xml_file/config "
-            "file; `bfh topology show` prints what the harness made of it"
-        ) from None
+        check_text(text.encode("utf-8"))
+    except ParseFailure as e:
+        fix = e.fix or (
+            "check the topology's xml_file/config file; `bfh topology show` prints what the harness "
+            "made of it"
+        )
+        raise TopologyError(f"{what}: the rendered activemq.xml, line {e.line}: {e}. Fix: {fix}") from None
 
 
 def check_rendered(topology: Topology) -> None:

@@ -99,9 +99,8 @@ class _Checker:
             try:
                 confs[f] = parse(f)
             except ParseFailure as e:
-                self.add(
-                    "error", f, e.line, str(e), "close every element and escape & and < as &amp; and &lt;"
-                )
+                fix = e.fix or "close every element and escape & and < as &amp; and &lt;"
+                self.add("error", f, e.line, str(e), fix)
             except InputFileError as e:
                 self.add("error", f, 1, str(e), "check the path in `config:`")
         if len(confs) != len(set(files)):

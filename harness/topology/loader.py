@@ -8,7 +8,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import xml.etree.ElementTree as ET
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from harness.topology import yamlsafe
+from harness.topology.amqxml import ParseFailure, check_text
 from harness.topology.files import InputFileError, check_input, expand, read_text
 from harness.topology.imported import import_configs
 from harness.topology.model import (
@@ -81,6 +81,9 @@ def _problem_from_error(e: Any) -> list[Problem]:
         fix = (f"did you mean {close[0]!r}? " if close else "") + (
             f"known keys here: {', '.join(known)}" if known else "remove it"
         )
+    elif etype == "invalid_key":
+        kind = {bool: "true/false", int: "a number", float: "a number", type(None): "null"}
+        return [_non_text_key(loc[:-1], str(value), kind.get(type(value), type(value).__name__))]
     elif etype == "missing":
         msg = "required key is missing"
         fix = _FIELD_HINTS.get(str(loc[-1]), f"add `{loc[-1]}:`")
@@ -131,6 +134,9 @@ class _LineMap:
             for k, v in node.value:
                 key = k.value if isinstance(k, yaml.ScalarNode) else str(k)
                 line = k.start_mark.line + 1
+                kind = yamlsafe.non_text_key(k)
+                if kind:
+                    self.problems.append(_non_text_key(loc, key, kind, line))
                 if key in seen:
                     self.problems.append(
                         Problem(
@@ -160,6 +166,18 @@ class _LineMap:
         return self.lines.get(())
 
 
+def _non_text_key(loc: Loc, key: str, kind: str, line: int | None = None) -> Problem:
+    """A key YAML does not read as text (`1:`, `~:`): pydantic would report it without a line."""
+    model = _model_at(loc)
+    if model:
+        fix = f"remove it, or use a known key here: {', '.join(_keys_of(model))}"
+    elif loc[-1:] == ("connectors",):
+        fix = "use one of openwire, mqtt or stomp"
+    else:
+        fix = f"quote it if it is meant as text ('{key}': ...), or remove it"
+    return Problem(loc + (key,), f"key {key or '(empty)'} is {kind}, not a name", fix, line)
+
+
 def _report(source: str, problems: list[Problem]) -> TopologyError:
     n = len(problems)
     head = f"{source}: invalid topology ({n} problem{'s' if n != 1 else ''})"
@@ -183,6 +201,10 @@ def parse_topology(data: Any, source: str = "<topology>", lines: _LineMap | None
         topology = Topology.model_validate(data)
     except ValidationError as err:
         for e in err.errors():
+            if lines and (
+                e["type"] == "invalid_key" or ("[key]" in e["loc"] and not isinstance(e["input"], str))
+            ):
+                continue  # a key that is not text: reported at its own line by _LineMap
             problems += _problem_from_error(e)
     if lines:
         for p in problems:
@@ -273,13 +295,13 @@ def _file_problems(data: Any, lines: _LineMap) -> list[Problem]:
             )
             continue
         try:
-            ET.fromstring(re.sub(r"\{[{%#].*?[}%#]\}", "x", text, flags=re.S))
-        except ET.ParseError as e:
+            check_text(re.sub(r"\{[{%#].*?[}%#]\}", "x", text, flags=re.S).encode())
+        except ParseFailure as e:
             out.append(
                 Problem(
                     loc,
-                    f"{path} is not well-formed XML (line {e.position[0]})",
-                    "fix the file; Jinja2 {{ ... }} placeholders are allowed",
+                    f"{path} line {e.line}: {e}",
+                    e.fix or "fix the file; Jinja2 {{ ... }} placeholders are allowed",
                     lines.line_of(loc),
                 )
             )

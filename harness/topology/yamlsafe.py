@@ -59,6 +59,17 @@ def compose(text: str) -> tuple[yaml.Node | None, Any]:
         loader.dispose()
 
 
+_KEY_KINDS = {"int": "a number", "float": "a number", "bool": "true/false", "null": "null"}
+
+
+def non_text_key(node: yaml.Node) -> str | None:
+    """What YAML reads a mapping key as, when not text (`1:`, `~:`, `yes:`); None for text."""
+    tag = node.tag.rpartition(":")[2]
+    if tag == "str":
+        return None
+    return _KEY_KINDS.get(tag, f"a {tag}")
+
+
 def safe_load(text: str) -> Any:
     return compose(text)[1]
 
