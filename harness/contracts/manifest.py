@@ -7,7 +7,7 @@ reconciled and judged; `reseal_analysis()` after `bfh reconcile` re-reconciles) 
 or a directory in a log's place is an error, never a read that blocks), and a record's time lies
 inside the run's window (`run_window()`, `ts_ok()`).
 
-Evidence: run.json, faults.jsonl, agents/*/messages.jsonl, brokers/events.jsonl,
+Evidence: run.json, faults.jsonl, load.jsonl, agents/*/messages.jsonl, brokers/events.jsonl,
 brokers/*/broker.log, analysis/summary.json and analysis/messages.parquet, each with its size,
 record count (lines) and sha256. The judge writes its own analysis/verdict.json and leaves
 summary.json alone; summary.json is still sealed by the digest of its reconciled part, because
@@ -53,6 +53,7 @@ PARQUET = "analysis/messages.parquet"
 EVIDENCE = (
     "run.json",
     "faults.jsonl",
+    "load.jsonl",
     "agents/*/messages.jsonl",
     "brokers/events.jsonl",
     "brokers/*/broker.log",

@@ -48,6 +48,7 @@ class Observations(BaseModel):
     stalled: bool | None = None
     nemesis_errors: list[str] | None = None
     proxy_connections: dict[str, Any] | None = None
+    load: dict[str, Any] | None = None  # the machine's load (harness/contracts/loadlog.py summarize)
 
 
 class RunRecord(BaseModel):

@@ -22,6 +22,7 @@ from harness.faults.nemesis import Nemesis
 from harness.faults.schedule import Schedule
 from harness.run import traffic
 from harness.run.env import REPORTS, Environment, new_run_dir
+from harness.run.loadprobe import LoadProbe
 from harness.topology import Topology
 from harness.verdict import Verdict
 from spark_analysis.policy import Policy
@@ -89,6 +90,7 @@ class Loop:
         }
         self.healed: float | None = None  # monotonic time the last fault ended
         self._stopped = False
+        self.load = LoadProbe.of(env)  # the machine's load, for the verdict's overload rule
 
     def _launch(self, spec: AgentSpec) -> AgentProcess:
         self.launched[spec.name] = time.time()
@@ -176,6 +178,7 @@ class Loop:
             nemesis_errors=self.result.nemesis_errors,
         )
         self.phase.mark("agents_stop")
+        self.obs["load"] = self.load.stop()
         self.obs["proxy_connections"] = _proxy_connections(self.env)
         self.env.record(observations=self.obs)
 
@@ -221,6 +224,7 @@ def run_loop(
         phase.mark("brokers_up")
         env.record(schedule=schedule.model_dump(mode="json"), scenario=scenario or {"name": label})
         loop = Loop(env, result, phase)
+        loop.load.start()
         try:
             yield loop
         finally:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.verdict import blame as blaming
-from harness.verdict import evidence
+from harness.verdict import evidence, overload
 from harness.verdict.checks import PROMISES, Check
 from harness.verdict.checks.applicable import PROMISE as APPLICABLE
 from harness.verdict.view import RunView, VerdictError
@@ -206,6 +206,8 @@ def judge(
         blamed = blaming.assign(v)
     except Exception as e:  # noqa: BLE001 - e.g. a messages.parquet pyarrow cannot read
         raise VerdictError(f"{v.run_dir}: blame failed ({type(e).__name__}: {e})".splitlines()[0]) from None
+    # a timing promise the measured overload explains is inconclusive, not the agent's (overload.py)
+    checks, overloaded = overload.apply(v, checks, list(gates))
     warnings: list[str] = []
     if gate == "agent":
         checks = [_agent_only(c, blamed) if c.promise == "at_least_once" else c for c in checks]
@@ -218,12 +220,13 @@ def judge(
     crashed = [c.promise for c in checks if c.status == "unknown" and c.promise in gates]
     verdict = "n/a" if refused else ("fail" if broken else ("unknown" if crashed else "pass"))
     reported = [p for p in reported if p not in warnings]
+    note = overload.note(overloaded) if verdict == "unknown" and overloaded else refused
     out = Verdict(
         verdict,
         checks,
         list(gates),
         v.run_dir,
-        refused,
+        note,
         broken,
         reported,
         gate,

@@ -1,0 +1,120 @@
+"""The machine's load during a run, RUN_DIR/load.jsonl: its one format, writer and reader.
+
+The run loop samples it (harness/run/loadprobe.py); the verdict reads it (harness/verdict/
+overload.py) to tell a timing promise broken by the agent from one broken by a machine that did
+not give the harness and brokers the CPU they needed. One line per sample (about every second):
+
+    {"ts": wall time of the sample, "probe_max_s": the probe thread's worst scheduling delay
+     (oversleep of a 0.1 s sleep) since the last sample, "probe_sum_s": their sum, "probe_n": how
+     many sleeps, "proxy_s": the fault proxy API's round trip (null: no answer), "brokers":
+     {broker: seconds from TCP connect to the broker's first OpenWire byte, null: refused or
+     unreachable (down, or a slave waiting for the lock)}, "load1": the 1-minute load average}
+
+run.json `observations.load` holds the summary (`summarize`): max and p99 per source and the
+worst samples with their wall-clock times.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+LOAD_FILE = "load.jsonl"
+#: a sample whose delay is at least this is an overloaded moment (idle and beside `stress-ng --cpu
+#: 2` the probe's worst oversleep of a 0.1 s sleep is ~4 ms: wake-ups are cheap on a busy machine)
+OVERLOADED_S = 0.5
+WORST = 5
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def delay(row: dict[str, Any], skip_brokers: Iterable[str] = ()) -> tuple[float, str]:
+    """A sample's delay: the worst of the probe's oversleep, the proxy's round trip and the
+    answering brokers' (but those in `skip_brokers`: under a fault, slow by design), and its
+    source."""
+    best, source = _num(row.get("probe_max_s")) or 0.0, "harness probe"
+    proxy = _num(row.get("proxy_s"))
+    if proxy is not None and proxy > best:
+        best, source = proxy, "fault proxy API"
+    skip = set(skip_brokers)
+    brokers = row.get("brokers")
+    for name, answer in sorted(brokers.items() if isinstance(brokers, dict) else ()):
+        s = _num(answer)
+        if name not in skip and s is not None and s > best:
+            best, source = s, f"broker {name}"
+    return best, source
+
+
+def clock(ts: float) -> str:
+    """The wall-clock time of a sample, as evidence gives it: "12:01:07 UTC"."""
+    return time.strftime("%H:%M:%S UTC", time.gmtime(ts))
+
+
+def write(run_dir: Path, rows: list[dict[str, Any]]) -> Path:
+    path = Path(run_dir) / LOAD_FILE
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows), encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def read(run_dir: Path) -> list[dict[str, Any]]:
+    """The samples in time order; [] when the run has none (a folder from before the probe).
+    Lines that are not a sample with a finite `ts` are skipped."""
+    path = Path(run_dir) / LOAD_FILE
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(r, dict) and _num(r.get("ts")) is not None:
+            rows.append(r)
+    return sorted(rows, key=lambda r: float(r["ts"]))
+
+
+def _stats(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"max_s": None, "p99_s": None}
+    v = sorted(values)
+    return {"max_s": round(v[-1], 4), "p99_s": round(v[min(len(v) - 1, int(len(v) * 0.99))], 4)}
+
+
+def summarize(rows: list[dict[str, Any]], probe_delays: list[float]) -> dict[str, Any]:
+    """The summary run.json keeps: max and p99 of each source, the load, the worst samples."""
+    brokers = [
+        s
+        for r in rows
+        for s in ((r.get("brokers") or {}).values() if isinstance(r.get("brokers"), dict) else ())
+        if _num(s) is not None
+    ]
+    worst = sorted(rows, key=lambda r: -delay(r)[0])[:WORST]
+    loads = [x for r in rows if (x := _num(r.get("load1"))) is not None]
+    return {
+        "file": LOAD_FILE,
+        "samples": len(rows),
+        "probe": _stats(probe_delays),
+        "proxy": _stats([x for r in rows if (x := _num(r.get("proxy_s"))) is not None]),
+        "brokers": _stats([float(s) for s in brokers]),
+        "load1_max": max(loads, default=None),
+        "overloaded_samples": sum(1 for r in rows if delay(r)[0] >= OVERLOADED_S),
+        "worst": [
+            {"ts": r["ts"], "at": clock(r["ts"]), "delay_s": round(d, 3), "source": src}
+            for r in worst
+            for d, src in [delay(r)]
+        ],
+    }

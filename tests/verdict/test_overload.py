@@ -1,0 +1,152 @@
+"""The overload rule (harness/verdict/overload.py) on hand-written runs and load samples (pure):
+a timing promise broken within the reach of a measured overload is `unknown`, one broken far
+beyond it (a seeded defect's breach, a `never`) stays `fail`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.contracts import loadlog
+from harness.verdict import RunView, judge
+from harness.verdict.checks import Check, liveness, publish_latency
+from harness.verdict.overload import RERUN, apply, judge_check
+from harness.verdict.view import Window
+from tests.verdict.test_checks import HEALTHY, RUN, SUMMARY, A, r
+
+QUIET = 0.004  # the probe's worst oversleep beside `stress-ng --cpu 2` (measured)
+
+
+def samples(tmp_path: Path, stalls: dict[float, float], until: float = 40.0, brokers=None) -> None:
+    """One sample a second; `stalls`: ts -> the probe's delay at that sample."""
+    rows = [
+        {
+            "ts": float(t),
+            "probe_max_s": stalls.get(float(t), QUIET),
+            "probe_sum_s": stalls.get(float(t), QUIET),
+            "probe_n": 9,
+            "proxy_s": 0.002,
+            "brokers": (brokers or {}).get(float(t), {"pair-1": 0.003, "pair-2": None}),
+            "load1": 2.5,
+        }
+        for t in range(int(until))
+    ]
+    loadlog.write(tmp_path, rows)
+
+
+def view(tmp_path: Path, records: list[dict[str, Any]], faults: list[Window] = ()) -> RunView:
+    return RunView(tmp_path, dict(SUMMARY), RUN, {"a": records}, list(faults))
+
+
+def noticed(after: float | None) -> list[dict[str, Any]]:
+    """Both roles give up their connections to pair-1 `after` s past a fault at 2.0 (None: never)."""
+    out = [*HEALTHY]
+    if after is not None:
+        out += [
+            r(2.0 + after, "disconnected", role=role, broker=A, reason="liveness")
+            for role in ("subscriber:t/#", "publisher")
+        ]
+    return out
+
+
+def paused_a() -> Window:
+    return Window("f1", "pause", "pair-1", 2.0, 30.0)
+
+
+def judged(tmp_path: Path, records: list[dict[str, Any]], faults: list[Window]) -> Check:
+    v = view(tmp_path, records, faults)
+    c = liveness(v)
+    assert c.status == "fail"
+    checks, _ = apply(v, [c], ["liveness"])
+    return checks[0]
+
+
+def test_a_breach_within_the_overload_is_unknown(tmp_path):
+    samples(tmp_path, {5.0: 2.3})  # one 2.3 s stall while the subscriber should notice
+    c = judged(tmp_path, noticed(9.5), [paused_a()])  # 1.5 s past the 8 s bound
+    assert c.status == "unknown"
+    assert c.evidence[0]["what"].startswith("machine overloaded: scheduling delay 2.3 s at ")
+    assert c.evidence[0]["what"].endswith("(harness probe)") and RERUN in c.detail
+
+
+def test_a_quiet_machine_or_a_stall_elsewhere_explains_nothing(tmp_path):
+    samples(tmp_path, {})  # beside stress-ng --cpu 2: milliseconds
+    assert judged(tmp_path, noticed(9.5), [paused_a()]).status == "fail"
+    samples(tmp_path, {20.0: 2.3})  # after the subscriber gave up (11.5 s): no overlap
+    assert judged(tmp_path, noticed(9.5), [paused_a()]).status == "fail"
+
+
+def test_a_defects_breach_far_beyond_the_delay_still_fails(tmp_path):
+    # heartbeat_liveness: 15-20 s to notice a silent broker; one 2.3 s stall explains 2.3 s of it
+    samples(tmp_path, {5.0: 2.3})
+    assert judged(tmp_path, noticed(17.0), [paused_a()]).status == "fail"
+    # never noticed: no delay explains a `never`
+    samples(tmp_path, {t: 2.0 for t in range(3, 30)})
+    assert judged(tmp_path, noticed(None), [paused_a()]).status == "fail"
+    # ... but a machine stalled 2 s of every second second explains 9 s (the sum is the reach)
+    samples(tmp_path, {float(t): 2.0 for t in range(3, 19, 2)})
+    assert judged(tmp_path, noticed(17.0), [paused_a()]).status == "unknown"
+
+
+def test_a_broker_under_a_fault_is_slow_by_design(tmp_path):
+    # the paused broker's answers time out (1 s) every second of its pause: that is the fault
+    paused = {float(t): {"pair-1": 1.0, "pair-2": 0.003} for t in range(2, 41)}
+    samples(tmp_path, {}, brokers=paused)
+    assert judged(tmp_path, noticed(9.5), [paused_a()]).status == "fail"
+    # the other broker answering slowly with no fault on it is the machine
+    slow = {float(t): {"pair-1": 1.0, "pair-2": 0.003} for t in range(2, 41)}
+    slow[6.0] = {"pair-1": 1.0, "pair-2": 1.6}
+    samples(tmp_path, {}, brokers=slow)
+    v = view(tmp_path, noticed(9.5), [paused_a()])
+    v.run = {**RUN, "brokers": {"pair-1": {"group": "pair"}, "pair-2": {"group": "other"}}}
+    c = apply(v, [liveness(v)], ["liveness"])[0][0]
+    assert c.status == "unknown" and "(broker pair-2)" in c.evidence[0]["what"]
+
+
+def test_ungated_or_passing_promises_and_runs_without_samples_are_left_alone(tmp_path):
+    v = view(tmp_path, noticed(9.5), [paused_a()])
+    c = liveness(v)
+    assert apply(v, [c], ["at_least_once"]) == ([c], [])  # not gated
+    assert judge_check(v, c, []) is c  # a folder from before the probe: no samples
+    ok = liveness(view(tmp_path, noticed(3.0), [paused_a()]))
+    assert apply(v, [ok], ["liveness"]) == ([ok], [])
+
+
+STORM = "{rate} connection attempts/s over 2 s from 20 roles (bound 9 per role: 180/s)"  # checks/fleet.py
+
+
+def test_rates_read_as_the_time_their_attempts_would_need(tmp_path):
+    v = view(tmp_path, HEALTHY)
+    lockstep = Check("reconnect_storm", "fail", 1, [{"ts": 10.0, "what": STORM.format(rate=400)}])
+    samples(tmp_path, {10.0: 0.6})  # lock-step: 400/s vs 180/s needs 2.4 s of stalls in [8, 12]
+    assert judge_check(v, lockstep, loadlog_delays(v)).status == "fail"
+    samples(tmp_path, {9.0: 1.3, 11.0: 1.3})
+    assert judge_check(v, lockstep, loadlog_delays(v)).status == "unknown"
+    burst = Check("reconnect_storm", "fail", 1, [{"ts": 10.0, "what": STORM.format(rate=200)}])
+    samples(tmp_path, {10.0: 0.6})  # 200/s: 0.2 s of compression, within one 0.6 s stall
+    assert judge_check(v, burst, loadlog_delays(v)).status == "unknown"
+
+
+def loadlog_delays(v: RunView):
+    from harness.verdict.overload import delays
+
+    return delays(v)
+
+
+def test_the_judge_says_rerun_on_a_less_loaded_machine(tmp_path):
+    d = tmp_path / "run"
+    (d / "analysis").mkdir(parents=True)
+    (d / "analysis" / "summary.json").write_text(json.dumps(SUMMARY))
+    (d / "run.json").write_text(json.dumps({**RUN, "scenario": {"name": "t", "gates": ["publish_latency"]}}))
+    slow = [*HEALTHY, r(2.0, "send_attempt", msg_id="m2", broker=A), r(9.0, "sent", msg_id="m2")]
+    (d / "agents" / "a").mkdir(parents=True)
+    (d / "agents" / "a" / "messages.jsonl").write_text("".join(json.dumps(x) + "\n" for x in slow))
+    assert publish_latency(view(d, slow)).status == "fail"  # acknowledged 7 s after: 2 s past 5 s
+    assert judge(d).verdict == "fail"  # no load samples: judged as before
+    samples(d, {4.0: 1.2, 6.0: 1.2})
+    v = judge(d)
+    assert v.verdict == "unknown" and v.broken == [] and v.check("publish_latency").status == "unknown"
+    assert RERUN in v.message() and "machine overloaded: scheduling delay 1.2 s" in v.message()
+    saved = json.loads((d / "analysis" / "verdict.json").read_text())
+    assert saved["verdict"] == "unknown" and RERUN in saved["note"]
