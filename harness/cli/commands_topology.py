@@ -89,12 +89,23 @@ def cmd_topology(args: argparse.Namespace) -> int:
 
 
 def path_warnings(topology: Any) -> None:
-    """The delivery paths ActiveMQ cannot route as the topology requires (predicted, no broker)."""
-    from harness.topology.paths import path_warnings, predict
+    """The delivery paths ActiveMQ cannot route as the topology requires, and the traffic families
+    its bridges' filters block (predicted, no broker): warnings grouped by cause, then a line per
+    family and one for the group pairs."""
+    from harness.topology.paths import grouped_warnings, predict, predict_traffic
 
-    preds = predict(topology)
-    for w in path_warnings(preds):
+    preds, flows = predict(topology), predict_traffic(topology)
+    for w in grouped_warnings(preds) + grouped_warnings(
+        [p for p in flows if p.must != "deliver" or not p.routable]
+    ):
         err.print(f"[yellow]warning: {escape(w)}[/]", soft_wrap=True, highlight=False)
+    for fam in dict.fromkeys(p.family for p in flows):
+        mine = [p for p in flows if p.family == fam and p.must == "deliver" and p.source != p.target]
+        bad = [p for p in mine if not p.routable]
+        eg = ", ".join(f"{p.source} → {p.target}" for p in bad[:3]) + (", ..." if len(bad) > 3 else "")
+        line = f"traffic {fam} ({flows[[p.family for p in flows].index(fam)].topic}): "
+        line += f"{len(mine) - len(bad)} of {len(mine)} flows between groups routable (predicted)"
+        err.print(line + (f"; blocked: {eg}" if bad else ""), highlight=False, soft_wrap=True)
     need = [p for p in preds if p.must == "deliver"]
     routed = sum(p.routable for p in need)
     err.print(f"paths: {routed} of {len(need)} that must deliver are routable (predicted)", highlight=False)
