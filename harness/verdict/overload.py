@@ -77,15 +77,19 @@ def _retry(v: RunView, e: dict[str, Any], ts: float) -> Span | None:
     n, limit = _f(m, 1), _f(m, 2)
     if n is None or not limit:
         return None
-    fails = [
+    fails = sorted(
         r["ts"]
         for r in v.records.get(str(e.get("agent")), [])
         if r.get("event") == "disconnected"
         and str(r.get("role")) == str(e.get("role"))
         and str(r.get("reason", "")).startswith("connect_failed")
-    ]
-    a, b = (min(fails), max(fails)) if fails else (ts, ts + 5.0)
-    return a, b, 5.0 * (n / limit - 1)  # the time these attempts would need to fit the bound
+    )
+    a = ts
+    for i, t in enumerate(fails):  # the densest 5 s: the checker's worst window
+        if i + int(n) - 1 < len(fails) and fails[i + int(n) - 1] - t <= 5.0:
+            a = t
+            break
+    return a, a + 5.0, 5.0 * (n / limit - 1)  # the time these attempts would need to fit the bound
 
 
 def _recovery(v: RunView, e: dict[str, Any], ts: float) -> Span | None:

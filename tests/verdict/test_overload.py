@@ -150,3 +150,49 @@ def test_the_judge_says_rerun_on_a_less_loaded_machine(tmp_path):
     assert RERUN in v.message() and "machine overloaded: scheduling delay 1.2 s" in v.message()
     saved = json.loads((d / "analysis" / "verdict.json").read_text())
     assert saved["verdict"] == "unknown" and RERUN in saved["note"]
+
+
+def test_retries_are_read_over_their_densest_five_seconds(tmp_path):
+    from harness.verdict.checks import bounded_retry
+
+    # 0.1 s retries from 20 s to 30 s: 50 in 5 s against 40 (two URLs): 1.25 s of compression
+    spin = [
+        r(20 + i * 0.1, "disconnected", role="publisher", broker=A, reason="connect_failed: refused")
+        for i in range(100)
+    ]
+    v = view(tmp_path, [*HEALTHY, *spin])
+    c = bounded_retry(v)
+    assert c.status == "fail"
+    samples(tmp_path, {5.0: 2.0})  # long before the retries: not their overload
+    assert apply(v, [c], ["bounded_retry"])[0][0].status == "fail"
+    samples(tmp_path, {21.0: 1.5})  # inside the densest window
+    assert apply(v, [c], ["bounded_retry"])[0][0].status == "unknown"
+
+
+def test_connect_timeout_and_recovery_read_from_the_checkers_own_evidence(tmp_path):
+    from harness.verdict.checks import connect_timeout, recovery
+
+    late = [
+        r(13.0, "connected", role="subscriber:t/#", broker=A),
+        r(13.5, "connected", role="publisher", broker=A),
+    ]
+    v = view(tmp_path, late)
+    c = connect_timeout(v)  # 3.5 s past the 10 s grace of a launch at 0
+    samples(tmp_path, {4.0: 2.0, 8.0: 2.0})
+    assert apply(v, [c], ["connect_timeout"])[0][0].status == "unknown"
+    samples(tmp_path, {4.0: 2.0})  # 2 s of stall cannot explain 3.5 s
+    assert apply(v, [c], ["connect_timeout"])[0][0].status == "fail"
+    part = Window("f1", "partition", "pair-1", 2.0, 6.0)
+    slow = [
+        *HEALTHY,
+        r(3.0, "disconnected", role="subscriber:t/#", broker=A, reason="liveness"),
+        r(38.0, "subscribed", topic="t/#", broker=A),  # back 2 s past the 30 s bound
+        r(60.0, "received", msg_id="z"),
+    ]
+    v = view(tmp_path, slow, [part])
+    c = recovery(v)
+    assert c.status == "fail"
+    samples(tmp_path, {20.0: 2.5}, until=70)
+    assert apply(v, [c], ["recovery"])[0][0].status == "unknown"
+    never = view(tmp_path, slow[:-2] + slow[-1:], [part])  # never back: stays a fail
+    assert apply(never, [recovery(never)], ["recovery"])[0][0].status == "fail"
