@@ -403,7 +403,7 @@ def grouped_warnings(predictions: list[PathPrediction], examples: int = 3) -> li
     for p in predictions:
         if p.must == "deliver" and not p.routable:
             key = (f"{p.topic}: " if p.family else "") + p.cause
-            groups.setdefault(key, []).append((p, _unroutable(p)))
+            groups.setdefault(key, []).append((p, ""))  # the text only if the cause is met once
         elif p.must == "not" and p.routable:
             groups.setdefault("declared deliver: false, but ActiveMQ routes it", []).append(
                 (p, f"{_name(p)} is declared deliver: false, but ActiveMQ routes it ({p.why})")
@@ -413,7 +413,7 @@ def grouped_warnings(predictions: list[PathPrediction], examples: int = 3) -> li
     out = []
     for cause, items in groups.items():
         if len(items) == 1:
-            out.append(items[0][1])
+            out.append(items[0][1] or _unroutable(items[0][0]))
             continue
         eg = "; ".join(f"{p.source} → {p.target}" for p, _ in items[:examples])
         out.append(f"{len(items):,} paths: {cause} (e.g. {eg})")
