@@ -149,6 +149,20 @@ class BrokerView:
         ]
         return min(rows, key=lambda r: float(r["ts"]), default=None)
 
+    def first_added_between(
+        self, broker: str, t0: float, t1: float, ids: set[str] | None, destination: str
+    ) -> float | None:
+        """When the first consumer of it was added on the member in [t0, t1] (a replay after an
+        observer gap counts at its arrival); None when none was."""
+        starts = [
+            a
+            for (cid, dest), spans in self.member(broker).consumers.items()
+            if dest == destination and (ids is None or cid in ids)
+            for a, _, _ in spans
+            if t0 <= a <= t1
+        ]
+        return min(starts, default=None)
+
     def log_events(
         self, event: str, broker: str | None = None, t0: float = 0.0, t1: float = float("inf")
     ) -> list[dict[str, Any]]:

@@ -3,7 +3,6 @@ independent failover, backoff."""
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections import defaultdict
 from typing import Any
@@ -21,6 +20,7 @@ from harness.verdict.checks.base import (
     verdict_of,
 )
 from harness.verdict.checks.serving import masters, never_connected
+from harness.verdict.resubscribed import back_at
 from harness.verdict.view import RunView
 from harness.witness.brokerlog import line_ts
 
@@ -151,39 +151,10 @@ def connect_timeout(v: RunView) -> Check:
     return verdict_of("connect_timeout", bad, "a role did not connect while a broker served")
 
 
-class _Returns:
-    """Who came back in (since, until] of one agent's log, read once per fault window (a scan per
-    lost role was quadratic in the roles, issue 34). A role is back once it connects again; a
-    subscription once it is subscribed again, or reconnected and receiving (a transport that
-    restores its consumers itself logs no `subscribed`)."""
-
-    def __init__(
-        self, recs: list[dict[str, Any]], last_received: dict[Any, float], since: float, until: float
-    ):
-        lo = bisect.bisect_right(recs, since, key=lambda r: r["ts"])
-        hi = bisect.bisect_right(recs, until, key=lambda r: r["ts"])
-        self.subscribed: set[Any] = set()
-        self.resumed: dict[str, float] = {}
-        for r in recs[lo:hi]:
-            if r.get("event") == "subscribed":
-                self.subscribed.add(r.get("topic"))
-            elif r.get("event") == "connected":
-                self.resumed.setdefault(str(r.get("role")), r["ts"])
-        self.last_received = last_received
-
-    def back(self, role: str) -> bool:
-        topic = role.removeprefix("subscriber:") if role.startswith("subscriber:") else None
-        if topic is not None and topic in self.subscribed:
-            return True
-        resumed = self.resumed.get(role)
-        if resumed is None or topic is None:
-            return resumed is not None
-        return self.last_received.get(topic, float("-inf")) > resumed
-
-
 def recovery(v: RunView) -> Check:
-    """After every fault window ends, each role that lost its connection is back within the bound,
-    and publishing never stalls."""
+    """After every fault window ends, each role that lost its connection is back within the bound
+    (harness/verdict/resubscribed.py: subscribed again, or restored as the broker witness saw), and
+    publishing never stalls."""
     limit = bound(v, "recover_bound_s")
     bad: list[dict[str, Any]] = []
     if v.observations.get("stalled"):
@@ -193,13 +164,9 @@ def recovery(v: RunView) -> Check:
     stopped = v.observations.get("agents_stopped_ts") or {}
     for agent, recs in v.records.items():
         end_of_run = float(stopped.get(agent) or max((r["ts"] for r in recs), default=0.0))
-        last_received: dict[Any, float] = {}
-        last_publish = float("-inf")
-        for r in recs:
-            if r.get("event") == "received":
-                last_received[r.get("subscription")] = r["ts"]
-            elif r.get("event") in ("send_attempt", "dropped"):
-                last_publish = r["ts"]
+        last_publish = max(
+            (r["ts"] for r in recs if r.get("event") in ("send_attempt", "dropped")), default=float("-inf")
+        )
         for w in v.faults:
             if w.end is None or w.end + limit > end_of_run:
                 continue
@@ -214,11 +181,10 @@ def recovery(v: RunView) -> Check:
             }
             if not lost:
                 continue
-            returns = _Returns(recs, last_received, w.start, w.end + limit)
             for role in sorted(lost):
                 if role == "publisher" and not last_publish > w.end:
                     continue
-                if not returns.back(role):
+                if back_at(v, agent, role, w.start, w.end + limit) is None:
                     bad.append(
                         {
                             "ts": rounded(w.end),

@@ -7,6 +7,7 @@ from typing import Any
 
 from harness.verdict.checks.base import Check, bound, not_applicable, rounded, verdict_of
 from harness.verdict.checks.fleetview import FleetView
+from harness.verdict.resubscribed import back_at
 from harness.verdict.view import RunView
 
 NOT_A_FLEET = "not a fleet run"
@@ -61,8 +62,9 @@ def fleet_recovery(v: RunView) -> Check:
 
 
 def no_agent_left_behind(v: RunView) -> Check:
-    """After the last fault, every member is alive, every subscription of it subscribed again (or
-    never lost) and receiving (when the fleet as a whole received anything after it)."""
+    """After the last fault, every member is alive, every subscription of it subscribed again or
+    restored (harness/verdict/resubscribed.py; or never lost) and receiving (when the fleet as a
+    whole received anything after it)."""
     f = FleetView.of(v)
     if f is None:
         return not_applicable("no_agent_left_behind", NOT_A_FLEET)
@@ -86,7 +88,7 @@ def no_agent_left_behind(v: RunView) -> Check:
         for topic in subs:
             role = f"subscriber:{topic}"
             state = None  # the role's last connection record
-            subscribed_since = False
+            lost = float("-inf")  # its last disconnect (a failed attempt too)
             got_after = False
             for r in recs:
                 ev = r.get("event")
@@ -95,11 +97,11 @@ def no_agent_left_behind(v: RunView) -> Check:
                         continue
                     state = ev
                     if ev == "disconnected":
-                        subscribed_since = False
-                elif ev == "subscribed" and r.get("topic") == topic:
-                    subscribed_since = True
+                        lost = r["ts"]
                 elif ev == "received" and r.get("subscription") == topic and last is not None:
                     got_after = got_after or r["ts"] > last
+            # subscribed again (or restored, as the broker witness saw) since its last disconnect
+            subscribed_since = state == "connected" and back_at(v, agent, role, lost) is not None
             if state != "connected" or not subscribed_since:
                 bad.append({"agent": agent, "role": role, "what": "not subscribed at the end of the run"})
             elif fleet_received_after and not got_after:

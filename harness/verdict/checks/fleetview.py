@@ -17,6 +17,7 @@ from typing import Any
 from harness.agents.fleet import is_member
 from harness.contracts.faultlog import Window
 from harness.verdict.checks.base import BROKER_OUTAGES, roles
+from harness.verdict.resubscribed import back_at
 from harness.verdict.view import RunView
 
 BUCKET_S = 0.1  # the storm's time resolution (the fault proxy counts per 0.1 s)
@@ -29,7 +30,7 @@ class Recovery:
     role: str
     fault: str
     lost_ts: float  # the role's disconnect in the fault window
-    back_ts: float | None  # subscribed again (a subscriber) or connected again (the publisher)
+    back_ts: float | None  # resubscribed.back_at: subscribed again or restored, or connected again
     start: float  # the fault window's start and end (service back)
     end: float | None
 
@@ -96,7 +97,10 @@ class FleetView:
                 for role, t in lost.items():
                     if role == "publisher" and last_publish <= t:
                         continue  # nothing left to publish: a publisher need not come back
-                    out.append(Recovery(agent, role, w.fault_id, t, _back(recs, role, t), w.start, w.end))
+                    back = back_at(self.v, agent, role, t)
+                    out.append(
+                        Recovery(agent, role, w.fault_id, t, back.ts if back else None, w.start, w.end)
+                    )
         return out
 
     def took(self) -> list[float]:
@@ -198,20 +202,6 @@ class FleetView:
 
     def median_deliveries(self) -> float:
         return statistics.median(self.deliveries.values()) if self.deliveries else 0.0
-
-
-def _back(recs: list[dict[str, Any]], role: str, since: float) -> float | None:
-    want = "subscribed" if role.startswith("subscriber:") else "connected"
-    topic = role.removeprefix("subscriber:")
-    for r in recs:
-        if r["ts"] <= since or r.get("event") != want:
-            continue
-        if want == "subscribed" and r.get("topic") != topic:
-            continue
-        if want == "connected" and str(r.get("role")) != role:
-            continue
-        return float(r["ts"])
-    return None
 
 
 def _peak(c: Counter[int], width: int) -> tuple[float, float]:

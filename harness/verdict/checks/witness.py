@@ -3,11 +3,11 @@ consumer on the broker it names, and granted subscriptions the broker left witho
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from harness.verdict.checks.base import BROKER_OUTAGES, Check, not_applicable, rounded, verdict_of
+from harness.verdict.resubscribed import restored, sub_ids
 from harness.verdict.view import RunView
 from harness.verdict.witness import ABSENT_MIN_S, CLOCK_TOLERANCE_S, line_of
 from harness.witness.events import topic_destination
@@ -24,18 +24,6 @@ class Life:
     member: str | None
     durable: bool
     record: dict[str, Any]
-
-
-def sub_ids(v: RunView, agent: str, topic: str) -> set[str] | None:
-    """The client ids of an agent's subscription (docs/agent-semantics.md:
-    `<prefix>-<run>-<agent>-s<index>`); None (match on the destination alone) when unknown."""
-    index = v.subscription_index.get(agent, {}).get(topic)
-    if index is None:
-        return None
-    prefix = str((v.agents.get(agent) or {}).get("conf", {}).get("mb.client.id.prefix", "bfh"))
-    raw = "-".join(p for p in (prefix, str(v.run.get("run", "")), agent, f"s{index}") if p)
-    cid = re.sub(r"[^A-Za-z0-9_-]", "_", raw)
-    return {cid} if cid in v.consumer_client_ids else None
 
 
 def _lets_go(x: dict[str, Any]) -> bool:
@@ -256,8 +244,11 @@ def consumer_confirmed(v: RunView) -> Check:
         )
     c = verdict_of("consumer_confirmed", seen, "subscribed before the broker had the consumer", v.faults)
     lag, n = observer_lag(v)
+    back = restored(v)  # restored sessions: confirmed by the witness alone, no claim to judge
     witness = (
-        f"broker witness: {ok} confirmed, {len(seen)} before the consumer, {unknown} unknown; "
+        f"broker witness: {ok} confirmed, {len(seen)} before the consumer, {unknown} unknown"
+        + (f", {len(back)} restored by the broker" if back else "")
+        + "; "
         f"observer lag up to {lag:.2f} s ({n} advisories), tolerance {CLOCK_TOLERANCE_S + lag:.2f} s"
     )
     c.detail = f"{c.detail}; {witness}" if c.detail else witness
