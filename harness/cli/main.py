@@ -28,6 +28,7 @@ def _sigterm(signum: int, frame: Any) -> None:
 
 
 def _handlers() -> dict[str, Handler]:
+    from harness.cli import commands_agent as a
     from harness.cli import commands_judge as j
     from harness.cli import commands_run as r
     from harness.cli import commands_topology as t
@@ -44,6 +45,7 @@ def _handlers() -> dict[str, Handler]:
         "topology": t.cmd_topology,
         "report": j.cmd_report,
         "judge": j.cmd_judge,
+        "agent": a.cmd_agent,
     }
 
 

@@ -33,6 +33,9 @@ EXAMPLES = {
     "  bfh judge RUN_DIR --gates at_least_once,liveness   # exit 0 pass, 1 fail, 2 cannot judge",
     "compose": "examples:\n  bfh compose pair && docker compose -f compose/pair.yml up\n"
     "  bfh compose my-topology.yaml --out /tmp/stack && docker-compose -f /tmp/stack/my-topology.yml up -d",
+    "agent": "examples:\n  bfh agent check '/opt/my-agent/bin/agent -c {config} -w {workload} -o {log}'\n"
+    "  bfh agent check '{python} -m agent_under_test.reference --config {config} --workload {workload} "
+    "--log {log}' --json\n  # exit 0 no contract error, 1 contract errors, 2 could not run",
     "topology": "examples:\n  bfh topology list\n  bfh topology validate my-topology.yaml\n"
     "  bfh topology show pair",
 }
@@ -169,6 +172,17 @@ def _add_operations(add: Add) -> None:
         x.add_argument("--reports", default="reports")
     u.add_argument("--reports", default="reports")
     u.add_argument("--json", action="store_true")
+
+    ag = add("agent", "check an agent adapter against docs/agent-contract.md (about a minute); exit 0/1/2")
+    ag.add_argument("action", choices=["check"])
+    ag.add_argument(
+        "agent_command", metavar="CMD", help="agent command template with {config} {workload} {log}"
+    )
+    ag.add_argument("--protocol", default="mqtt", choices=["mqtt", "stomp", "openwire"])
+    ag.add_argument("--contract-only", action="store_true", help="skip the verdict (no Spark, no behaviour)")
+    ag.add_argument("--json", action="store_true", help="print the findings as JSON on stdout")
+    ag.add_argument("--reports", default="reports")
+    ag.add_argument("--seed", type=int, default=1)
 
     jp = add("judge", "judge reconciled run folders from disk (every promise; no Spark)")
     jp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")

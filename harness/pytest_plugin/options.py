@@ -69,6 +69,11 @@ OPTIONS: tuple[Option, ...] = (
         kind="size",
     ),
     Option(
+        "bfh_agent_check",
+        "first check this agent command against docs/agent-contract.md (a healthy pair, a kill, a "
+        "cut: about a minute); contract errors stop the session (exit 1), could not run: exit 2",
+    ),
+    Option(
         "bfh_agent_protocol",
         "protocol of the agent command: its workload and mb.urls use this connector "
         "(default: each scenario's own, MQTT unless it says otherwise)",
@@ -115,6 +120,7 @@ class Settings:
     fleet: int | None
     rounds: int
     agent_protocol: str | None
+    agent_check: str | None = None  # --bfh-agent-check: the contract check before the suite
 
 
 SETTINGS = pytest.StashKey[Settings]()
@@ -165,6 +171,7 @@ def settings(config: pytest.Config) -> Settings:
         fleet=v["bfh_fleet"],
         rounds=int(v["bfh_rounds"]),
         agent_protocol=v["bfh_agent_protocol"],
+        agent_check=v["bfh_agent_check"],
     )
     config.stash[SETTINGS] = s
     return s

@@ -36,6 +36,7 @@ pytest_plugins = [
     "harness.pytest_plugin.fixtures",
     "harness.pytest_plugin.reporting",
     "harness.pytest_plugin.suite",
+    "harness.pytest_plugin.agentcheck",
 ]
 # added to the session as a folder, so its items are `test_catalog.py::test_scenario[NAME]`
 CATALOG_DIR = Path(__file__).with_name("conformance")
