@@ -12,37 +12,28 @@ bridges, not with pairs x routes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.topology.destfilter import Block, Crossing, Lists, crossing, to_amq
-from harness.topology.model import Bridge, Topology
+from harness.topology.destfilter import Block, Crossing, crossing, to_amq
+from harness.topology.model import Topology
+from harness.topology.routing import Hop, Reach, Tree, blocked, hops_of, routes
 from harness.topology.traffic import Family, families, flows
+
+__all__ = [
+    "Hop",
+    "PathPrediction",
+    "hops_of",
+    "predict",
+    "predict_traffic",
+    "path_warnings",
+    "grouped_warnings",
+]
 
 Must = Literal["deliver", "not", "report", "none"]
 #: the topic a coverage agent on group `g` publishes to (MQTT spelling; ActiveMQ's is dotted)
 TOPIC = "instance/status/{group}/InstanceStatusEvent"
-_MAX_ROUTES = 200  # simple routes enumerated per pair, only to count a non-conduit bridge's duplicates
-
-
-_BIG = 10**9  # the consumerTTL cap of a statically carried hop (no demand travels)
-
-
-@dataclass(frozen=True)
-class Hop:
-    """One directed bridge: `src`'s messages forwarded to `dst` (a duplex bridge's way back too)."""
-
-    src: str
-    dst: str
-    bridge: str  # "a -> b" as declared (the owner of the networkConnector first), or its name
-    message_ttl: int
-    consumer_ttl: int
-    static_only: bool = False  # staticBridge: no demand is ever forwarded
-    destination_filter: str | None = None
-    conduit: bool = True
-    dynamic_only: bool = False
-    lists: Lists = field(default_factory=lambda: Lists(""))
+_VIA_MAX = 8  # hops named in a route's description; longer routes name the first and last
 
 
 @dataclass(frozen=True)
@@ -68,71 +59,6 @@ class PathPrediction:
         return f"{self.source}->{self.target}"
 
 
-def _ttl(b: Bridge, name: str) -> int:
-    raw = b.attributes.get(name, b.network_ttl)
-    try:
-        v = int(raw)
-    except (TypeError, ValueError):
-        return b.network_ttl
-    return 10**6 if v < 0 else v  # -1: unlimited
-
-
-def _truthy(v: object) -> bool:
-    return str(v).lower() == "true"
-
-
-def _where(b: Bridge, key: str) -> tuple[str | None, int | None]:
-    f, _, line = b.origin.get(key, "").rpartition(":")
-    return (f, int(line)) if f and line.isdigit() else (None, None)
-
-
-def hops_of(topology: Topology) -> list[Hop]:
-    out = []
-    for b in topology.bridges:
-        label = b.origin.get("name") or f"{b.source} -> {b.target}"
-        flt = b.attributes.get("destinationFilter")
-        kw = {
-            "message_ttl": _ttl(b, "messageTTL"),
-            "consumer_ttl": _ttl(b, "consumerTTL"),
-            "static_only": _truthy(b.attributes.get("staticBridge")),
-            "destination_filter": None if flt is None else str(flt),
-            "conduit": b.conduit_subscriptions,
-            "dynamic_only": _truthy(b.attributes.get("dynamicOnly")),
-        }
-        ways = [(b.source, b.target, label)]
-        if b.duplex:  # the responder on the target uses the owner's settings, lists included
-            ways.append((b.target, b.source, label + " (duplex)"))
-        for s, d, lab in ways:
-            lists = Lists(
-                lab,
-                tuple(b.excluded_destinations),
-                tuple(b.dynamically_included_destinations),
-                tuple(b.statically_included_destinations),
-                kw["destination_filter"],  # type: ignore[arg-type]
-                _where(b, "destinationFilter"),
-                bool(kw["static_only"]),
-                _where(b, "staticBridge"),
-            )
-            out.append(Hop(s, d, lab, lists=lists, **kw))  # type: ignore[arg-type]
-    return out
-
-
-def _routes(hops: list[Hop], src: str, dst: str) -> Iterator[list[Hop]]:
-    """Simple routes (no group twice) from src to dst, shortest first."""
-    frontier: list[list[Hop]] = [[h] for h in hops if h.src == src]
-    n = 0
-    while frontier and n < _MAX_ROUTES:
-        nxt: list[list[Hop]] = []
-        for r in frontier:
-            if r[-1].dst == dst:
-                n += 1
-                yield r
-                continue
-            seen = {src, *(h.dst for h in r)}
-            nxt += [[*r, h] for h in hops if h.src == r[-1].dst and h.dst not in seen]
-        frontier = nxt
-
-
 def amq_match(pattern: str, name: str) -> bool:
     """ActiveMQ wildcards: `*` one segment, `>` the rest (dotted names)."""
     p, n = pattern.split("."), name.split(".")
@@ -142,71 +68,6 @@ def amq_match(pattern: str, name: str) -> bool:
         if i >= len(n) or (seg != "*" and seg != n[i]):
             return False
     return len(p) == len(n)
-
-
-def _reach(adj: dict[str, list[tuple[Hop, bool]]], src: str, limit: int) -> dict[str, list[Hop]]:
-    """The shortest route ActiveMQ accepts from `src` to every group it reaches. States are
-    (group, hops so far) with cap = min over the hops of consumerTTL + position - 1 (a route of
-    k hops needs cap >= k, and messageTTL >= position on each hop); a state is kept only when
-    its slack (cap - hops) beats every earlier one of that group: a longer walk with less slack
-    can reach nothing more. A walk that repeats a group never beats its shortcut."""
-    best: dict[str, int] = {src: _BIG}
-    layers: list[dict[str, tuple[int, str, Hop | None]]] = [{src: (_BIG, src, None)}]
-    found: dict[str, int] = {}
-    pos = 0
-    while layers[-1] and pos < limit:
-        pos += 1
-        nxt: dict[str, tuple[int, str, Hop | None]] = {}
-        for u, (cap, _, _) in layers[-1].items():
-            for h, static in adj.get(u, ()):
-                if h.message_ttl < pos:
-                    continue
-                c = cap if static else min(cap, h.consumer_ttl + pos - 1)
-                if c < pos or c - pos <= best.get(h.dst, -1):
-                    continue
-                best[h.dst] = c - pos
-                nxt[h.dst] = (c, u, h)
-        for v in nxt:
-            found.setdefault(v, pos)
-        layers.append(nxt)
-    out = {}
-    for v, k in found.items():
-        route: list[Hop] = []
-        g = v
-        for i in range(k, 0, -1):
-            _, g, step = layers[i][g]
-            assert step is not None  # only the source's own state has no hop
-            route.append(step)
-        out[v] = route[::-1]
-    return out
-
-
-def _bfs(hops_from: dict[str, list[Hop]], src: str) -> dict[str, list[Hop]]:
-    """The shortest route by bridges alone (no TTL, no filter): what explains a refusal."""
-    out: dict[str, list[Hop]] = {src: []}
-    frontier = [src]
-    while frontier:
-        nxt = []
-        for u in frontier:
-            for h in hops_from.get(u, ()):
-                if h.dst not in out:
-                    out[h.dst] = [*out[u], h]
-                    nxt.append(h.dst)
-        frontier = nxt
-    return out
-
-
-def _blocked(route: list[Hop], cross: dict[int, Crossing]) -> tuple[Block | None, str | None]:
-    """Why ActiveMQ does not deliver along `route` ((None, None): it does)."""
-    k = len(route)
-    for i, h in enumerate(route, 1):
-        c = cross[id(h)]
-        if c.block:
-            return c.block, c.block.describe()
-        if (not c.static and h.consumer_ttl <= k - i) or h.message_ttl <= i - 1:
-            ttl = min(h.consumer_ttl, h.message_ttl)
-            return None, f"needs {k} hops, network_ttl is {ttl} (bridge {h.bridge})"
-    return None, None
 
 
 def _components(topology: Topology) -> dict[str, int]:
@@ -244,7 +105,9 @@ class _Traffic:
 
 
 class _Router:
-    """One topology's hops, with per-traffic crossings and per-source searches cached."""
+    """One topology's hops, with per-traffic crossings and per-source searches cached (most
+    traffic crosses most bridges alike: searches are shared by what the narrowing bridges let
+    through)."""
 
     def __init__(self, topology: Topology) -> None:
         self.t = topology
@@ -253,83 +116,106 @@ class _Router:
         self.hops_from: dict[str, list[Hop]] = {}
         for h in self.hops:
             self.hops_from.setdefault(h.src, []).append(h)
+        self.narrow = [h for h in self.hops if h.lists.narrows]
         self.nonconduit = any(not h.conduit for h in self.hops)
+        self.dynamic_only = any(h.dynamic_only for h in self.hops)
         self._cross: dict[tuple[str, tuple[str, ...]], dict[int, Crossing]] = {}
-        self._reach: dict[tuple[str, tuple[str, ...], str], dict[str, list[Hop]]] = {}
-        self._bfs: dict[str, dict[str, list[Hop]]] = {}
+        self._adj: dict[tuple[tuple[bool, bool], ...], dict[str, list[tuple[Hop, bool]]]] = {}
+        self._reach: dict[tuple[tuple[tuple[bool, bool], ...], str], Reach] = {}
+        self._tree: dict[str, Tree] = {}
 
     def crossings(self, tr: _Traffic) -> dict[int, Crossing]:
+        """The narrowing hops' verdicts on `tr` (every other hop carries everything)."""
         key = (tr.sub, tr.events)
         if key not in self._cross:
-            self._cross[key] = {id(h): crossing(h.lists, tr.sub, tr.events) for h in self.hops}
+            self._cross[key] = {id(h): crossing(h.lists, tr.sub, tr.events) for h in self.narrow}
         return self._cross[key]
 
-    def reach(self, tr: _Traffic, src: str) -> dict[str, list[Hop]]:
-        key = (tr.sub, tr.events, src)
-        if key not in self._reach:
+    def reach(self, tr: _Traffic, src: str) -> Reach:
+        cross = self.crossings(tr)
+        sig = tuple((cross[id(h)].block is None, cross[id(h)].static) for h in self.narrow)
+        if (sig, src) not in self._reach:
+            if sig not in self._adj:
+                adj: dict[str, list[tuple[Hop, bool]]] = {}
+                for h in self.hops:
+                    c = cross.get(id(h))
+                    if c is None or c.block is None:
+                        adj.setdefault(h.src, []).append((h, bool(c and c.static)))
+                self._adj[sig] = adj
+            self._reach[(sig, src)] = Reach(self._adj[sig], src, len(self.t.groups))
+        return self._reach[(sig, src)]
+
+    def tree(self, src: str) -> Tree:
+        if src not in self._tree:
+            self._tree[src] = Tree(self.hops_from, src)
+        return self._tree[src]
+
+    def predict_from(self, src: str, dsts: list[str], tr: _Traffic) -> list[PathPrediction]:
+        reach = self.reach(tr, src)
+        out = []
+        for dst in dsts:
+            connected = self.comp[src] == self.comp[dst]
+            must = _must(self.t, src, dst, connected, tr.family)
+            if src == dst:
+                out.append(
+                    PathPrediction(src, dst, must, True, 0, "the group itself", (), tr.family, tr.topic)
+                )
+            elif dst in reach.found:
+                out.append(self._routed(src, dst, must, reach, tr))
+            else:
+                out.append(self._refused(src, dst, must, connected, tr))
+        return out
+
+    def _routed(self, src: str, dst: str, must: Must, reach: Reach, tr: _Traffic) -> PathPrediction:
+        k = reach.found[dst]
+        r = reach.route(dst) if k <= _VIA_MAX or self.dynamic_only else None
+        if r is not None:
+            why = _via(r)
+        else:
+            first, last = reach.ends(dst)
+            why = f"{k} hops via {first.bridge} then ... then {last.bridge}"
+        return PathPrediction(
+            src, dst, must, True, k, why, self._caveats(src, dst, r or [], tr), tr.family, tr.topic
+        )
+
+    def _refused(self, src: str, dst: str, must: Must, connected: bool, tr: _Traffic) -> PathPrediction:
+        tree = self.tree(src)
+        if dst in tree.parent:
             cross = self.crossings(tr)
-            adj: dict[str, list[tuple[Hop, bool]]] = {}
-            for h in self.hops:
-                c = cross[id(h)]
-                if c.block is None:
-                    adj.setdefault(h.src, []).append((h, c.static))
-            self._reach[key] = _reach(adj, src, len(self.t.groups))
-        return self._reach[key]
-
-    def plain(self, src: str) -> dict[str, list[Hop]]:
-        if src not in self._bfs:
-            self._bfs[src] = _bfs(self.hops_from, src)
-        return self._bfs[src]
-
-    def predict(self, src: str, dst: str, tr: _Traffic) -> PathPrediction:
-        connected = self.comp[src] == self.comp[dst]
-        must = _must(self.t, src, dst, connected, tr.family)
-        if src == dst:
-            return PathPrediction(
-                src, dst, must, True, 0, "the group itself", family=tr.family, topic=tr.topic
-            )
-        r = self.reach(tr, src).get(dst)
-        if r:
-            return PathPrediction(
-                src, dst, must, True, len(r), _via(r), self._caveats(src, dst, r, tr), tr.family, tr.topic
-            )
-        plain = self.plain(src).get(dst)
-        if plain:
-            block, why = _blocked(plain, self.crossings(tr))
+            k, _, _, first = tree.parent[dst]
+            assert first is not None
+            # the first hop settles most refusals without building the route
+            c = cross.get(id(first), _PASS)
+            block: Block | None = None
+            why: str | None = None
+            if c.block:
+                block, why = c.block, c.block.describe()
+            elif k > 1 and not c.static and first.consumer_ttl <= k - 1:
+                ttl = min(first.consumer_ttl, first.message_ttl)
+                why = f"needs {k} hops, network_ttl is {ttl} (bridge {first.bridge})"
+            else:
+                block, why = blocked(tree.route(dst), cross)
             if why is None:  # the shortest route is fine by itself: a longer one was refused
-                block, why = None, f"no route within network_ttl (shortest: {_via(plain)})"
-            cause = block.describe() if block else why or ""
+                why = f"no route within network_ttl (shortest: {_via(tree.route(dst))})"
+            cause = block.describe() if block else why
             if why.startswith("needs"):
                 cause = f"network_ttl {why.split('network_ttl is ')[1].split(' ')[0]} is too small"
-            return PathPrediction(
-                src,
-                dst,
-                must,
-                False,
-                -1,
-                why,
-                blocked_by=block,
-                cause=cause,
-                family=tr.family,
-                topic=tr.topic,
-            )
+            return PathPrediction(src, dst, must, False, -1, why, (), tr.family, tr.topic, block, cause)
         if connected:
             why = (
                 f"no bridge forwards from {src} toward {dst} "
                 "(a bridge carries its owner's messages; duplex: true adds the way back)"
             )
             cause = "no bridge forwards that way (duplex: true adds the way back)"
-            return PathPrediction(
-                src, dst, must, False, -1, why, cause=cause, family=tr.family, topic=tr.topic
-            )
+            return PathPrediction(src, dst, must, False, -1, why, (), tr.family, tr.topic, None, cause)
         why = "the groups are not connected by any bridge"
-        return PathPrediction(src, dst, must, False, -1, why, cause=why, family=tr.family, topic=tr.topic)
+        return PathPrediction(src, dst, must, False, -1, why, (), tr.family, tr.topic, None, why)
 
     def _caveats(self, src: str, dst: str, r: list[Hop], tr: _Traffic) -> tuple[str, ...]:
         warnings = []
         if self.nonconduit:
             cross = self.crossings(tr)
-            good = [rr for rr in _routes(self.hops, src, dst) if _blocked(rr, cross) == (None, None)]
+            good = [rr for rr in routes(self.hops, src, dst) if blocked(rr, cross) == (None, None)]
             if len(good) > 1 and any(not h.conduit for rr in good for h in rr):
                 warnings.append(
                     f"path {src} → {dst} has {len(good)} routes and a bridge without conduit_subscriptions: "
@@ -343,6 +229,9 @@ class _Router:
         return tuple(warnings)
 
 
+_PASS = Crossing(None)
+
+
 def _via(r: list[Hop]) -> str:
     return f"{len(r)} hop{'s' if len(r) > 1 else ''} via " + " then ".join(h.bridge for h in r)
 
@@ -351,11 +240,11 @@ def predict(topology: Topology) -> list[PathPrediction]:
     """Every directed pair of groups, the group to itself included, in group order (the
     coverage agents' own instance/status topic)."""
     router = _Router(topology)
+    names = [g.name for g in topology.groups]
     out = []
-    for s in topology.groups:
-        topic = to_amq(TOPIC.format(group=s.name))
-        tr = _Traffic(topic, (topic,))
-        out += [router.predict(s.name, d.name, tr) for d in topology.groups]
+    for s in names:
+        topic = to_amq(TOPIC.format(group=s))
+        out += router.predict_from(s, names, _Traffic(topic, (topic,)))
     return out
 
 
@@ -370,7 +259,7 @@ def predict_traffic(topology: Topology) -> list[PathPrediction]:
     destination lists and filter, within the TTLs."""
     router = _Router(topology)
     fams = {f.name: _traffic(f) for f in families(topology)}
-    return [router.predict(fl.source, fl.target, fams[fl.family]) for fl in flows(topology)]
+    return [router.predict_from(fl.source, [fl.target], fams[fl.family])[0] for fl in flows(topology)]
 
 
 def path_warnings(predictions: list[PathPrediction]) -> list[str]:
@@ -415,6 +304,7 @@ def grouped_warnings(predictions: list[PathPrediction], examples: int = 3) -> li
         if len(items) == 1:
             out.append(items[0][1] or _unroutable(items[0][0]))
             continue
-        eg = "; ".join(f"{p.source} → {p.target}" for p, _ in items[:examples])
-        out.append(f"{len(items):,} paths: {cause} (e.g. {eg})")
+        first = items[0][1] or _unroutable(items[0][0])
+        eg = "; ".join(f"{p.source} → {p.target}" for p, _ in items[1:examples])
+        out.append(f"{len(items):,} paths: {cause}, e.g. {first}; also {eg}")
     return out
