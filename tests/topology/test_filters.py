@@ -5,9 +5,13 @@ matching rules, and the routing at scale."""
 from __future__ import annotations
 
 import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
+from harness.deploy.brokerconf import render_broker
+from harness.deploy.plan import make_plan
 from harness.topology import load_topology, parse_topology
 from harness.topology.destfilter import filter_matches, to_amq
 from harness.topology.paths import grouped_warnings, predict, predict_traffic
@@ -94,3 +98,28 @@ def test_chain_of_500_groups_is_fast_and_grouped() -> None:
     assert time.monotonic() - start < 60
     assert sum(not p.routable and p.must == "deliver" for p in preds) == 500 * 499 - 499
     assert len(warns) < 20 and any(w.startswith("124,251 paths: network_ttl 1 is too small") for w in warns)
+
+
+def test_yaml_lists_render_as_network_connector_children(tmp_path: Path) -> None:
+    data = {
+        "name": "t",
+        "groups": [{"name": "hub", "kind": "standalone"}, {"name": "east", "kind": "standalone"}],
+        "bridges": [
+            {
+                "from": "east",
+                "to": "hub",
+                "uri": "static",
+                "excluded_destinations": ["topology.>"],
+                "dynamically_included_destinations": ["instance.>", "queue://jobs.*"],
+            }
+        ],
+    }
+    plan = make_plan(parse_topology(data, "t"), tmp_path)
+    xml = render_broker(plan, plan.brokers["east-1"])["activemq.xml"]
+    nc = ET.fromstring(xml.encode()).find(".//{*}networkConnector")
+    assert nc is not None
+    got = {c.tag.split("}")[1]: [(d.tag.split("}")[1], d.get("physicalName")) for d in c] for c in nc}
+    assert got == {
+        "excludedDestinations": [("topic", "topology.>")],
+        "dynamicallyIncludedDestinations": [("topic", "instance.>"), ("queue", "jobs.*")],
+    }
