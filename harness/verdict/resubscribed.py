@@ -71,9 +71,35 @@ def restored_at(v: RunView, agent: str, topic: Any, broker: Any, t0: float, t1: 
     return v.witness.first_added_between(member, t0, t1, {cid}, topic_destination(str(topic)))
 
 
+def _by_role(v: RunView) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """agent -> role -> the records about it (its connections, `subscribed` for its filter,
+    `received` on it), in log order: built once per run, so a question costs the role's records,
+    not the log's (one agent may hold thousands of subscriptions: issue 34)."""
+    cached = v.__dict__.get("_resubscribed_by_role")
+    if cached is not None:
+        return cached
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for agent, recs in v.records.items():
+        roles: dict[str, list[dict[str, Any]]] = {}
+        for r in recs:
+            ev = r.get("event")
+            if ev in ("connected", "disconnected"):
+                key = str(r.get("role"))
+            elif ev == SUBSCRIBED:
+                key = f"subscriber:{r.get('topic')}"
+            elif ev == "received":
+                key = f"subscriber:{r.get('subscription')}"
+            else:
+                continue
+            roles.setdefault(key, []).append(r)
+        out[agent] = roles
+    v.__dict__["_resubscribed_by_role"] = out
+    return out
+
+
 def back_at(v: RunView, agent: str, role: str, since: float, until: float = float("inf")) -> Back | None:
     """When `role` of `agent` is back in (since, until] after losing its connection at `since`."""
-    recs = v.records.get(agent, [])
+    recs = _by_role(v).get(agent, {}).get(role, [])
     lo = bisect.bisect_right(recs, since, key=lambda r: r["ts"])
     if not role.startswith("subscriber:"):
         for r in recs[lo:]:
