@@ -6,6 +6,7 @@ import json
 from collections import defaultdict
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from harness.agentcheck.check import CheckResult
@@ -13,27 +14,36 @@ from harness.agentcheck.findings import Finding, contract_line
 from harness.agentcheck.rules import RULES
 
 #: rows shown per rule on the terminal (--json has every one)
-PER_RULE = 8
+PER_RULE = 5
 
 
 def print_json(result: CheckResult) -> None:
     print(json.dumps(result.to_dict(), indent=2))
 
 
+def _short(where: str | None) -> str:
+    """`.../agents/agent-1/messages.jsonl:12` -> `messages.jsonl:12` (the path is printed once)."""
+    return (where or "").rsplit("/", 1)[-1]
+
+
 def _contract_table(findings: list[Finding]) -> Table:
     t = Table(title="CONTRACT: the adapter's log or exit is wrong (fix the adapter)", title_justify="left")
-    for col in ("rule", "record", "deviation", "contract"):
-        t.add_column(col, overflow="fold")
+    t.add_column("rule", no_wrap=True)
+    t.add_column("record", no_wrap=True)
+    t.add_column("deviation", overflow="fold")
     by_rule: dict[str, list[Finding]] = defaultdict(list)
     for f in findings:
         by_rule[f.rule].append(f)
     for rule, fs in by_rule.items():
         text = RULES[rule].text if rule in RULES else ""
-        line = contract_line(rule) or "(not stated in docs/agent-contract.md)"
-        for i, f in enumerate(fs[:PER_RULE]):
-            t.add_row(rule if i == 0 else "", f.where or "", f.what, f"{line}\n{text}" if i == 0 else "")
+        doc = contract_line(rule) or "(not stated)"
+        t.add_row(f"[bold]{rule}[/]", doc, f"[bold]{escape(text)}[/] ({len(fs)})")
+        for f in fs[:PER_RULE]:
+            t.add_row("", _short(f.where), escape(f.what))
         if len(fs) > PER_RULE:
-            t.add_row("", "", f"... and {len(fs) - PER_RULE} more of {rule} (--json lists every one)", "")
+            t.add_row("", "", f"... and {len(fs) - PER_RULE} more (--json lists every one)", end_section=True)
+        else:
+            t.rows[-1].end_section = True
     return t
 
 
@@ -44,7 +54,7 @@ def _behaviour_table(findings: list[Finding]) -> Table:
     for col in ("promise", "evidence", "what"):
         t.add_column(col, overflow="fold")
     for f in findings:
-        t.add_row(f.rule, f.where or "", f.what)
+        t.add_row(f.rule, escape(f.where or ""), escape(f.what))
     return t
 
 
@@ -53,6 +63,9 @@ def print_report(result: CheckResult, console: Console | None = None) -> None:
     c.print(f"[bold]bfh agent check[/] {result.command}", highlight=False, soft_wrap=True)
     if result.run_dir:
         c.print(f"run folder: {result.run_dir}", highlight=False, soft_wrap=True)
+    logs = sorted({f.where.rpartition(":")[0] for f in result.contract if f.where and ":" in f.where})
+    for log in logs:
+        c.print(f"log: {log}", highlight=False, soft_wrap=True)
     if result.error:
         c.print(f"[red]could not run:[/] {result.error}", highlight=False, soft_wrap=True)
     if result.contract:

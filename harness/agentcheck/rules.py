@@ -34,9 +34,7 @@ _ALL = (
         "`disconnected` ends each connection; a failed attempt's reason starts `connect_failed:`",
         "log",
     ),
-    Rule(
-        "C-10", "`subscribed`: topic (a workload filter), broker of the live connection, qos, durable", "log"
-    ),
+    Rule("C-10", "`subscribed`: topic (a workload filter), broker, qos, durable", "log"),
     Rule(
         "C-12",
         "`send_attempt`: msg_id, topic, broker (null: reason no_broker), attempt 1, 2, ..., qos",

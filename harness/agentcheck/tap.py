@@ -20,8 +20,11 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from harness.agentcheck.stomptap import Note, StompConn
 
 CONNECT, PUBLISH, PUBACK, PUBREC, PUBCOMP, SUBSCRIBE = 1, 3, 4, 5, 7, 8
 
@@ -39,23 +42,30 @@ class Tap:
         self._writers: set[asyncio.StreamWriter] = set()
         self._thread.start()
 
-    def relay(self, url: str, upstream: str) -> str:
-        """A relay to `upstream` for the link the agent dials as `url`; returns its address."""
-        fut = asyncio.run_coroutine_threadsafe(self._listen(url, upstream), self._loop)
+    def relay(self, url: str, upstream: str, protocol: str = "mqtt") -> str:
+        """A relay to `upstream` for the link the agent dials as `url` (`protocol`: mqtt or
+        stomp); returns its address."""
+        fut = asyncio.run_coroutine_threadsafe(self._listen(url, upstream, protocol), self._loop)
         return fut.result(timeout=10)
 
-    async def _listen(self, url: str, upstream: str) -> str:
+    async def _listen(self, url: str, upstream: str, protocol: str) -> str:
         host, _, port = upstream.rpartition(":")
 
         async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await self._connection(reader, writer, url, host, int(port))
+            await self._connection(reader, writer, url, host, int(port), protocol)
 
         server = await asyncio.start_server(handle, "127.0.0.1", 0)
         self._servers.append(server)
         return f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
 
     async def _connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, url: str, host: str, port: int
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        url: str,
+        host: str,
+        port: int,
+        protocol: str,
     ) -> None:
         try:
             up_reader, up_writer = await asyncio.open_connection(host, port)
@@ -63,14 +73,16 @@ class Tap:
             writer.close()  # the broker does not listen: the client sees the close
             return
         self._writers |= {writer, up_writer}
-        conn = _Conn(self, next(self._ids), url)
+        cid = next(self._ids)
+
+        def note(kind: str, **fields: Any) -> None:
+            self.events.append({"t": time.time(), "kind": kind, "conn": cid, "broker": url, **fields})
+
+        conn = StompConn(note, self.log_size) if protocol == "stomp" else _Conn(note, self.log_size)
         await asyncio.gather(
             _pump(reader, up_writer, conn.from_agent), _pump(up_reader, writer, conn.from_broker)
         )
         self._writers -= {writer, up_writer}
-
-    def note(self, kind: str, conn: _Conn, **fields: Any) -> None:
-        self.events.append({"t": time.time(), "kind": kind, "conn": conn.id, "broker": conn.url, **fields})
 
     def log_size(self) -> int:
         try:
@@ -112,8 +124,8 @@ async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter, feed: Any)
 class _Conn:
     """One relayed connection: the MQTT packets of both directions and their packet ids."""
 
-    def __init__(self, tap: Tap, cid: int, url: str) -> None:
-        self.tap, self.id, self.url = tap, cid, url
+    def __init__(self, note: Note, log_size: Callable[[], int]) -> None:
+        self.note, self.log_size = note, log_size
         self.filters: list[str] = []
         self.delivered: dict[int, str | None] = {}  # packet id -> msg_id, broker to agent
         self.published: dict[int, str | None] = {}  # packet id -> msg_id, agent to broker
@@ -123,7 +135,7 @@ class _Conn:
         for kind, flags, body in _packets(self._out, data):
             if kind == PUBLISH:
                 pid, msg_id = _publish(flags, body)
-                self.tap.note("published", self, msg_id=msg_id)
+                self.note("published", msg_id=msg_id)
                 if pid is not None:
                     self.published[pid] = msg_id
             elif kind in (PUBACK, PUBREC) and len(body) >= 2:
@@ -131,13 +143,11 @@ class _Conn:
                 if pid in self.delivered:
                     msg_id = self.delivered.pop(pid)
                     subs = list(self.filters)
-                    self.tap.note(
-                        "delivery_acked", self, msg_id=msg_id, filters=subs, log_size=self.tap.log_size()
-                    )
+                    self.note("delivery_acked", msg_id=msg_id, filters=subs, log_size=self.log_size())
             elif kind == SUBSCRIBE:
                 self.filters += _filters(body)
             elif kind == CONNECT:
-                self.tap.note("connect", self, client_id=_client_id(body))
+                self.note("connect", client_id=_client_id(body))
 
     def from_broker(self, data: bytes) -> None:
         for kind, flags, body in _packets(self._in, data):
@@ -149,7 +159,7 @@ class _Conn:
                 pid = int.from_bytes(body[:2], "big")
                 if pid in self.published:
                     msg_id = self.published.pop(pid)
-                    self.tap.note("publish_acked", self, msg_id=msg_id, log_size=self.tap.log_size())
+                    self.note("publish_acked", msg_id=msg_id, log_size=self.log_size())
 
 
 def _packets(buf: bytearray, data: bytes) -> list[tuple[int, int, bytes]]:

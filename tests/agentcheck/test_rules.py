@@ -64,7 +64,7 @@ def test_a_log_that_keeps_the_contract_has_no_finding(tmp_path: Path) -> None:
 def test_a_missing_connected_is_named_at_the_first_record_on_no_connection(tmp_path: Path) -> None:
     log = healthy()
     del log[1]  # the subscriber's `connected`
-    assert found(tmp_path, log) == [("C-8", "m.jsonl:2"), ("C-8", "m.jsonl:13")]
+    assert found(tmp_path, log) == [("C-8", "m.jsonl:5"), ("C-8", "m.jsonl:13")]
 
 
 def test_a_failed_attempt_without_its_prefix_is_named(tmp_path: Path) -> None:
@@ -124,7 +124,7 @@ def test_received_before_the_ack_and_sent_after_it_by_log_offset(tmp_path: Path)
     lines = lines_of(tmp_path, healthy())
     _, recv_end = _offsets(lines, 6)
     sent_start, _ = _offsets(lines, 7)
-    ok = [
+    ok: list[dict[str, Any]] = [
         {"kind": "delivery_acked", "msg_id": "m1", "filters": [SUB], "log_size": recv_end, "broker": URLS[1]},
         {"kind": "publish_acked", "msg_id": "m1", "log_size": sent_start, "broker": URLS[1]},
         {"kind": "publish_acked", "msg_id": "m2", "log_size": 0, "broker": URLS[0]},
@@ -172,3 +172,53 @@ def test_the_contract_ships_with_the_package() -> None:
     """harness/agentcheck/agent-contract.md (package data) is docs/agent-contract.md itself."""
     shipped = Path(findings.__file__).with_name("agent-contract.md")
     assert shipped.resolve() == (Path(findings.__file__).parents[2] / findings.DOC).resolve()
+
+
+def test_the_stomp_tap_reads_sends_receipts_messages_and_acks() -> None:
+    from harness.agentcheck import stomptap
+
+    assert stomptap.mqtt_filter("/topic/instance.*.>") == "instance/+/#"
+    events: list[tuple[str, dict[str, Any]]] = []
+    conn = stomptap.StompConn(lambda kind, **f: events.append((kind, f)), lambda: 42)
+    body = json.dumps({"msg_id": "a-0-1"}).encode()
+    conn.from_agent(b"SUBSCRIBE\nid:s0\ndestination:/topic/t.>\nack:client-individual\n\n\0")
+    conn.from_agent(b"SEND\ndestination:/topic/t.a\nreceipt:r1\n\n" + body + b"\0\n")
+    conn.from_broker(b"\nRECEIPT\nreceipt-id:r1\n\n\0MESSAGE\nsubscription:s0\nack:k7\n")
+    conn.from_broker(b"content-length:%d\n\n" % len(body) + body + b"\0")
+    conn.from_agent(b"ACK\nid:k7\n\n\0")
+    assert [k for k, _ in events] == ["published", "publish_acked", "delivery_acked"]
+    assert events[2][1] == {"msg_id": "a-0-1", "filters": ["t/#"], "log_size": 42}
+
+
+def test_the_tap_notes_the_log_size_before_it_passes_an_ack_on(tmp_path: Path) -> None:
+    """Real sockets: agent -> tap -> a stand-in broker that answers a PUBLISH with its PUBACK."""
+    import socket
+    import threading
+
+    log = tmp_path / "messages.jsonl"
+    log.write_bytes(b"0123456789")
+    broker = socket.create_server(("127.0.0.1", 0))
+    payload = json.dumps({"msg_id": "a-0-1"}).encode()
+    publish = bytes([0x32, 2 + 3 + 2 + len(payload)]) + b"\x00\x03t/a\x00\x05" + payload
+
+    def serve() -> None:
+        s, _ = broker.accept()
+        got = b""
+        while len(got) < len(publish):
+            got += s.recv(4096)
+        s.sendall(b"\x40\x02\x00\x05")  # PUBACK, packet id 5
+        s.recv(10)
+        s.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    t = tap.Tap(log)
+    try:
+        host, port = t.relay("127.0.0.1:1", f"127.0.0.1:{broker.getsockname()[1]}").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as agent:
+            agent.sendall(publish)
+            assert agent.recv(4) == b"\x40\x02\x00\x05"
+    finally:
+        t.stop()
+        broker.close()
+    acked = [e for e in t.events if e["kind"] == "publish_acked"]
+    assert acked and acked[0]["msg_id"] == "a-0-1" and acked[0]["log_size"] == 10, t.events
