@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.agentcheck.acks import check_wire
 from harness.agentcheck.findings import BEHAVIOUR, Finding
+from harness.agentcheck.inputs import PASSWORD, check_malformed, leaks
 from harness.agentcheck.logcheck import Context, check_log, read_lines
 from harness.agentcheck.process import check_exit
 from harness.agentcheck.tap import Tap
@@ -109,7 +110,14 @@ class _Agents:
                 relay = self.tap.relay(link.listen, link.upstream, self.protocol)
                 env.proxy.update_proxy(link.name, upstream=relay)
         make = agent_factory(
-            group=group, protocol=self.protocol, count=COUNT, rate=RATE, command=self.command, name=AGENT
+            group=group,
+            protocol=self.protocol,
+            count=COUNT,
+            rate=RATE,
+            command=self.command,
+            name=AGENT,
+            username="bfh-check",
+            password=PASSWORD,  # C-5: looked for in everything the agent wrote
         )
         (self.spec,) = make(env)
         return [self.spec]
@@ -189,7 +197,10 @@ def _judge_log(out: CheckResult, agents: _Agents, exit_code: int | None) -> None
     lines = read_lines(log)
     early = AGENT in (obs.get("agents_exited_early") or [])
     out.contract += check_log(lines, ctx, sigterm=not early)
-    out.contract += check_exit(exit_code, early, agents.run_dir / "agents" / AGENT / "agent.out")
+    agent_out = agents.run_dir / "agents" / AGENT / "agent.out"
+    out.contract += check_exit(exit_code, early, agent_out)
+    out.contract += leaks([agent_out, log])
+    out.contract += check_malformed(out.command, agents.run_dir / "agentcheck" / "malformed")
     if agents.tap is not None:
         events = list(agents.tap.events)
         out.contract += check_wire(lines, events, ctx)

@@ -22,6 +22,8 @@ class Rule:
 
 
 _ALL = (
+    Rule("C-2", "malformed agent.conf or workload.json: exit non-zero with one line on stderr", "process"),
+    Rule("C-5", "never echo mb.password: not on stdout/stderr, not in the log", "process"),
     Rule("C-6", "one JSON object per line, written whole and flushed; ts (float), run, agent, event", "log"),
     Rule(
         "C-7", "role is `publisher` or `subscriber:<filter>` (the workload's); one connection per role", "log"

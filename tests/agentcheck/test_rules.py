@@ -222,3 +222,23 @@ def test_the_tap_notes_the_log_size_before_it_passes_an_ack_on(tmp_path: Path) -
         broker.close()
     acked = [e for e in t.events if e["kind"] == "publish_acked"]
     assert acked and acked[0]["msg_id"] == "a-0-1" and acked[0]["log_size"] == 10, t.events
+
+
+def test_a_malformed_workload_must_end_the_agent_with_a_reason_and_no_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """C-2 and C-5 with the agent alone (no broker): the reference passes, three bad agents do not."""
+    from harness.agentcheck import inputs
+    from harness.agents.launch import REFERENCE_COMMAND
+
+    monkeypatch.setattr(inputs, "PROBE_TIMEOUT_S", 3.0)
+    assert inputs.check_malformed(REFERENCE_COMMAND, tmp_path / "ref") == []
+    py = "{python} -c"
+    cases = {
+        "hangs": (f"{py} 'import time; time.sleep(30)'", ["C-2"]),
+        "exit0": (f"{py} 'pass'", ["C-2"]),
+        "leaks": (f"{py} 'import sys; print(open(sys.argv[1]).read()); sys.exit(2)' {{config}}", ["C-5"]),
+    }
+    for name, (command, want) in cases.items():
+        got = inputs.check_malformed(command, tmp_path / name)
+        assert [f.rule for f in got] == want, (name, got)
