@@ -197,6 +197,13 @@ def _judge_log(out: CheckResult, agents: _Agents, exit_code: int | None) -> None
     lines = read_lines(log)
     early = AGENT in (obs.get("agents_exited_early") or [])
     out.contract += check_log(lines, ctx, sigterm=not early)
+    last = max(
+        (float(ln.record["ts"]) for ln in lines if ln.record and _number(ln.record.get("ts"))), default=None
+    )
+    if stopped and last is not None and not early:
+        out.notes.append(
+            f"SIGTERM: exit status {exit_code}; the last record {last - stopped:+.1f} s after it"
+        )
     agent_out = agents.run_dir / "agents" / AGENT / "agent.out"
     out.contract += check_exit(exit_code, early, agent_out)
     out.contract += leaks([agent_out, log])
@@ -229,3 +236,7 @@ def _behaviour(out: CheckResult, verdict: Any) -> None:
             out.behaviour.append(Finding(c.promise, what, where or None, kind=BEHAVIOUR))
         elif c.status == "n/a" and c.promise == "applicable":
             out.error = f"the agent took nothing of the run: {c.detail}"
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
