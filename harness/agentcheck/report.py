@@ -76,6 +76,8 @@ def print_report(result: CheckResult, console: Console | None = None) -> None:
         c.print(_behaviour_table(result.behaviour))
     elif result.verdict is not None:
         c.print(f"BEHAVIOUR: no broken promise (verdict {result.verdict})")
+    elif not result.error:
+        c.print("BEHAVIOUR: not judged (--contract-only)")
     for n in result.notes:
         c.print(f"note: {n}", highlight=False, soft_wrap=True)
     colour = {0: "green", 1: "red"}.get(result.exit_code, "yellow")
