@@ -2,9 +2,10 @@
 (harness/agentcheck/tap.py), by byte offset in the log, so no clock is compared.
 
 - C-15 (`received` before the ack): when the agent's k-th ack of message M on a subscription passed the
-  tap, the log already held k `received` records of M for that subscription.
+  tap, the log already held k `received` records of M for that subscription, one naming the
+  broker that delivered it.
 - C-13 (`sent` only after the ack): when the k-th `sent` of M was written, k broker acks of M had passed the
-  tap before it (QoS 0 has no ack: not checked).
+  tap before it, one from the broker it names (QoS 0 has no ack: not checked).
 - C-12 (every hand-over is a `send_attempt`): no more PUBLISHes of M reached the brokers than the
   log has `send_attempt`s of M with a broker.
 """
@@ -16,6 +17,10 @@ from typing import Any
 
 from harness.agentcheck.findings import Finding
 from harness.agentcheck.logcheck import Context, Line
+
+
+def _broker(line: Line) -> Any:
+    return (line.record or {}).get("broker")
 
 
 def _where(ctx: Context, line: Line | None) -> str:
@@ -40,7 +45,11 @@ def received_before_ack(lines: list[Line], events: list[dict[str, Any]], ctx: Co
         acked[(m, sub)] += 1
         k = acked[(m, sub)]
         recs = by_sub[(m, sub)] if sub is not None else by_msg[m]
-        if sum(1 for ln in recs if ln.end <= e["log_size"]) >= k:
+        written = [ln for ln in recs if ln.end <= e["log_size"]]
+        if len(written) >= k:
+            if not any(_broker(ln) == e["broker"] for ln in written):
+                what = f"received {m} names {_broker(written[-1])}; {e['broker']} delivered it"
+                out.append(Finding("C-15", what, _where(ctx, written[-1])))
             continue
         on = f" on {sub}" if sub else ""
         if len(recs) >= k:
@@ -57,10 +66,10 @@ def received_before_ack(lines: list[Line], events: list[dict[str, Any]], ctx: Co
 
 
 def sent_after_ack(lines: list[Line], events: list[dict[str, Any]], ctx: Context) -> list[Finding]:
-    acks: dict[str, list[int]] = defaultdict(list)
+    acks: dict[str, list[tuple[int, str]]] = defaultdict(list)  # msg_id -> (log size, broker)
     for e in events:
         if e.get("kind") == "publish_acked" and isinstance(e.get("msg_id"), str):
-            acks[e["msg_id"]].append(int(e["log_size"]))
+            acks[e["msg_id"]].append((int(e["log_size"]), str(e.get("broker"))))
     sent: Counter[str] = Counter()
     out = []
     for ln in lines:
@@ -69,7 +78,11 @@ def sent_after_ack(lines: list[Line], events: list[dict[str, Any]], ctx: Context
             continue
         m = r["msg_id"]
         sent[m] += 1
-        if sum(1 for size in acks[m] if size <= ln.start) >= sent[m]:
+        before = [b for size, b in acks[m] if size <= ln.start]
+        if len(before) >= sent[m]:
+            if r.get("broker") not in before:
+                what = f"sent {m} names {r.get('broker')}; the ack came from {before[-1]}"
+                out.append(Finding("C-13", what, _where(ctx, ln)))
             continue
         if len(acks[m]) >= sent[m]:
             what = f"sent {m} written before the broker's ack of it reached the agent"

@@ -134,6 +134,9 @@ def test_received_before_the_ack_and_sent_after_it_by_log_offset(tmp_path: Path)
     late = [{**ok[0], "log_size": recv_end - 1}, {**ok[1], "log_size": sent_start + 1}, ok[2], ok[3], ok[3]]
     got = [(f.rule, f.where) for f in acks.check_wire(lines, late, CTX)]
     assert got == [("C-15", "m.jsonl:6"), ("C-13", "m.jsonl:7"), ("C-12", "m.jsonl:5")]
+    elsewhere = [{**ok[0], "broker": URLS[0]}, {**ok[1], "broker": URLS[0]}, ok[2]]
+    got = [(f.rule, f.where) for f in acks.check_wire(lines, elsewhere, CTX)]
+    assert got == [("C-15", "m.jsonl:6"), ("C-13", "m.jsonl:7")]  # they name another broker
     never = [{**ok[0], "msg_id": "m9"}]
     assert [f.rule for f in acks.check_wire(lines, never, CTX)] == ["C-15", "C-13", "C-13"]
 
