@@ -28,6 +28,9 @@ LOAD_FILE = "load.jsonl"
 #: a sample whose delay is at least this is an overloaded moment (idle and beside `stress-ng --cpu
 #: 2` the probe's worst oversleep of a 0.1 s sleep is ~4 ms: wake-ups are cheap on a busy machine)
 OVERLOADED_S = 0.5
+#: a broker that accepted but sent nothing within this is recorded with this value: paused, or
+#: frozen; the run summary counts these apart (only the verdict knows the faults' windows)
+NO_ANSWER_S = 1.0
 WORST = 5
 
 
@@ -97,24 +100,37 @@ def _stats(values: list[float]) -> dict[str, Any]:
 def summarize(rows: list[dict[str, Any]], probe_delays: list[float]) -> dict[str, Any]:
     """The summary run.json keeps: max and p99 of each source, the load, the worst samples."""
     brokers = [
-        s
+        float(s)
         for r in rows
         for s in ((r.get("brokers") or {}).values() if isinstance(r.get("brokers"), dict) else ())
         if _num(s) is not None
     ]
-    worst = sorted(rows, key=lambda r: -delay(r)[0])[:WORST]
+    mute = [_mute(r) for r in rows]
+    worst = sorted(zip(rows, mute, strict=True), key=lambda rm: -delay(*rm)[0])[:WORST]
     loads = [x for r in rows if (x := _num(r.get("load1"))) is not None]
     return {
         "file": LOAD_FILE,
         "samples": len(rows),
         "probe": _stats(probe_delays),
         "proxy": _stats([x for r in rows if (x := _num(r.get("proxy_s"))) is not None]),
-        "brokers": _stats([float(s) for s in brokers]),
+        "brokers": {
+            **_stats([s for s in brokers if s < NO_ANSWER_S]),
+            "no_answer": sum(1 for s in brokers if s >= NO_ANSWER_S),
+        },
         "load1_max": max(loads, default=None),
-        "overloaded_samples": sum(1 for r in rows if delay(r)[0] >= OVERLOADED_S),
+        "overloaded_samples": sum(
+            1 for r, m in zip(rows, mute, strict=True) if delay(r, m)[0] >= OVERLOADED_S
+        ),
         "worst": [
             {"ts": r["ts"], "at": clock(r["ts"]), "delay_s": round(d, 3), "source": src}
-            for r in worst
-            for d, src in [delay(r)]
+            for r, m in worst
+            for d, src in [delay(r, m)]
         ],
     }
+
+
+def _mute(row: dict[str, Any]) -> set[str]:
+    """The brokers that did not answer in a sample (a pause or a freeze: the summary cannot tell)."""
+    brokers = row.get("brokers")
+    items = brokers.items() if isinstance(brokers, dict) else ()
+    return {name for name, s in items if (x := _num(s)) is not None and x >= NO_ANSWER_S}

@@ -26,7 +26,7 @@ from harness.faultproxy.client import ToxiproxyClient
 PROBE_S = 0.1
 SAMPLE_S = 1.0
 #: a broker or the proxy slower than this to answer counts as this (a paused broker: the fault)
-ANSWER_TIMEOUT_S = 1.0
+ANSWER_TIMEOUT_S = loadlog.NO_ANSWER_S
 
 
 def broker_answer_s(host: str, port: int, timeout: float = ANSWER_TIMEOUT_S) -> float | None:
