@@ -97,21 +97,29 @@ def _recovery(v: RunView, e: dict[str, Any], ts: float) -> Span | None:
     limit = _f(m, 1)
     if limit is None:
         return None
-    role = str(e.get("role"))
-    topic = role.removeprefix("subscriber:")
-    back = next(
-        (
-            r["ts"]
-            for r in v.records.get(str(e.get("agent")), [])
-            if r["ts"] > ts
-            and (
-                (r.get("event") == "connected" and str(r.get("role")) == role)
-                or (r.get("event") == "subscribed" and r.get("topic") == topic)
-            )
-        ),
-        None,
-    )
+    back = _back(v.records.get(str(e.get("agent")), []), str(e.get("role")), ts)
     return None if back is None else (ts, back, back - ts - limit)
+
+
+def _back(recs: list[dict[str, Any]], role: str, since: float) -> float | None:
+    """When a role was back after `since`, as the recovery checker counts it: a publisher
+    connected again; a subscription subscribed again, or reconnected and receiving."""
+    topic = role.removeprefix("subscriber:") if role.startswith("subscriber:") else None
+    resumed = None
+    for r in recs:
+        if r["ts"] <= since:
+            continue
+        ev = r.get("event")
+        if ev == "connected" and str(r.get("role")) == role:
+            if topic is None:
+                return float(r["ts"])
+            resumed = resumed or r["ts"]
+        elif topic is not None and (
+            (ev == "subscribed" and r.get("topic") == topic)
+            or (ev == "received" and resumed and r.get("subscription") == topic)
+        ):
+            return float(r["ts"])
+    return None
 
 
 def _fleet_recovery(v: RunView, e: dict[str, Any], ts: float) -> Span | None:
@@ -174,6 +182,8 @@ def delays(v: RunView) -> list[tuple[float, float, str]]:
 def explain(samples: list[tuple[float, float, str]], span: Span) -> tuple[float, float, str] | None:
     """The overload that explains one violation: (peak ts, peak delay, source), or None."""
     a, b, breach = span
+    if not breach > 0:  # not a time past a bound as read: nothing to explain
+        return None
     inside = [s for s in samples if a - SLACK_S <= s[0] <= b + SLACK_S]
     if not inside:
         return None

@@ -196,3 +196,22 @@ def test_connect_timeout_and_recovery_read_from_the_checkers_own_evidence(tmp_pa
     assert apply(v, [c], ["recovery"])[0][0].status == "unknown"
     never = view(tmp_path, slow[:-2] + slow[-1:], [part])  # never back: stays a fail
     assert apply(never, [recovery(never)], ["recovery"])[0][0].status == "fail"
+
+
+def test_recovery_reads_back_as_its_checker_does(tmp_path):
+    from harness.verdict.checks import recovery
+
+    part = Window("f1", "partition", "pair-1", 2.0, 6.0)
+    # reconnected at once but subscribed again only 38 s after the fault's end: back is 44.0
+    slow = [
+        *HEALTHY,
+        r(3.0, "disconnected", role="subscriber:t/#", broker=A, reason="liveness"),
+        r(7.0, "connected", role="subscriber:t/#", broker=A),
+        r(44.0, "subscribed", topic="t/#", broker=A),
+        r(60.0, "received", msg_id="z"),
+    ]
+    v = view(tmp_path, slow, [part])
+    c = recovery(v)
+    assert c.status == "fail"
+    samples(tmp_path, {8.0: 2.5}, until=70)  # explains 2.5 s, not the 8 s past the bound
+    assert apply(v, [c], ["recovery"])[0][0].status == "fail"
