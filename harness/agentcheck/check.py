@@ -50,7 +50,9 @@ class CheckResult:
 
     @property
     def exit_code(self) -> int:
-        return 2 if self.error else 1 if self.contract else 0
+        """1 when the log broke the contract (even in a run that went wrong: those are real), else 2
+        when the check could not run as meant, else 0."""
+        return 1 if self.contract else 2 if self.error else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
