@@ -149,6 +149,10 @@ def _print_matrix(m: dict[str, Any]) -> None:
         t.add_row(r["key"], *(f"[{colour.get(c['ok'], 'dim')}]{escape(c['text'])}[/]" for c in cells))
     width = max(len(r["key"]) for r in m["rows"]) + 14 * (len(cols) + 1) + 4
     Console(width=max(width, Console().width), emoji=False).print(t)  # a cell per path: wide
+    for p in cols:  # the families each path carries (a cell lists those that failed)
+        fams = [f["family"] for f in p.get("families", []) if f["must"] != "none" and f["family"]]
+        if fams:
+            err.print(f"[dim]{escape(p['path'])}: {escape(', '.join(fams))}[/]", soft_wrap=True, emoji=False)
     for r in m["rows"]:
         for reason in r["reasons"]:
             err.print(f"[red]{escape(r['key'])}:[/] {escape(str(reason))}", soft_wrap=True, emoji=False)

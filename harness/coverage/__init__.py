@@ -36,15 +36,19 @@ __all__ = [
 
 
 def failure_message(r: RowResult) -> str:
-    """A row's broken paths, one line each with counts, then its other broken promises."""
+    """A row's broken flows (path x family), one line each with counts and what the prediction
+    says blocks them, then its other broken promises."""
+    from harness.verdict.checks.paths import blocked, label
+
     lines = [f"{r.row.key}: {r.row.what}: {r.verdict.upper()}  run folder {r.run_dir}"]
     for c in r.cells:
         if not c.get("ok"):
+            why = blocked(c)
             lines.append(
-                f"  path {c['path']} ({c['must']}): {c['state']}, expected {c['expected']}, "
-                f"delivered {c['delivered']}, lost {c['lost']}"
+                f"  path {label(c)} ({c['must']}): {c['state']}, expected {c['expected']}, "
+                f"delivered {c['delivered']}, lost {c['lost']}" + (f"; predicted: {why}" if why else "")
             )
-    lines += [f"  {x}" for x in r.reasons if not x.startswith("paths")]
+    lines += [f"  {x}" for x in r.reasons if not x.startswith(("paths", "BROKEN paths"))]
     return "\n".join(lines)
 
 

@@ -1,6 +1,8 @@
 """The coverage matrix: rows are the faults (baseline first), columns the directed delivery paths,
-plus one `promises` cell per row (the run's other promises). Every cell says ok, lost N, dup N, not
-routable (predicted) or not exercised, and whether it passed what the topology requires."""
+plus one `promises` cell per row (the run's other promises). A path carries one or more traffic
+families (harness/topology/traffic.py); its cell holds one sub-cell per family (ok, lost N, dup N,
+not routable (predicted) or not exercised, and whether it passed what the topology requires) and
+says `ok` when every family passed, else which families failed and how."""
 
 from __future__ import annotations
 
@@ -10,39 +12,83 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from harness.coverage import workload
 from harness.coverage.validate import Coverage, RowResult
 from harness.topology.paths import PathPrediction, path_warnings
-from harness.verdict.checks.paths import describe
+from harness.verdict.checks.paths import blocked, describe, what
 
 PROMISES_COLUMN = "promises"
+COUNTS = ("expected", "delivered", "lost", "duplicated", "dropped")
+#: how a failed family is grouped in its path's cell text, worst first
+_FAILED = {
+    "lost": "lost",
+    "delivered": "delivered (must not)",
+    "no_traffic": "no traffic",
+    "not_exercised": "not exercised",
+}
 
 
-def _cell(p: PathPrediction, r: RowResult) -> dict[str, Any]:
+def _family_cell(p: PathPrediction, r: RowResult) -> dict[str, Any]:
+    base = {"family": p.family, "must": p.must, "routable": p.routable, "why": p.why}
     if p.must == "none":
-        return {"state": "not_routable", "text": "not routable (predicted)", "ok": None}
+        return {**base, "state": "not_routable", "text": "not routable (predicted)", "ok": None}
     if r.verdict in ("not_run", "error"):
-        return {
-            "state": "not_exercised",
-            "text": "not exercised",
-            "ok": None if p.must == "report" else False,
-        }
-    found = next((c for c in r.cells if (c.get("from"), c.get("to")) == (p.source, p.target)), None)
+        ok = None if p.must == "report" else False
+        return {**base, "state": "not_exercised", "text": "not exercised", "ok": ok}
+    key = (p.source, p.target, p.family)
+    found = next((c for c in r.cells if (c.get("from"), c.get("to"), c.get("family") or "") == key), None)
     if found is None:
-        return {"state": "not_exercised", "text": "not exercised", "ok": False}
-    if found["state"] == "not_exercised":  # the run went, but nothing was measured on the path
-        return {
-            **found,
-            "state": "no_traffic",
-            "text": "no traffic (not exercised)",
-            "ok": p.must != "deliver",
-        }
-    text = describe(found)
-    lost_by = sorted({k.split(":")[1] for k in found.get("blame", {}) if k.startswith(("lost:", "missed:"))})
-    if found["state"] == "lost" and lost_by:
-        text += f" ({', '.join(lost_by)})"
+        return {**base, "state": "not_exercised", "text": "not exercised", "ok": False}
+    if found["state"] == "not_exercised":  # the run went, but nothing was measured on the flow
+        ok = p.must != "deliver"
+        return {**base, **found, "state": "no_traffic", "text": "no traffic (not exercised)", "ok": ok}
+    notes = sorted({k.split(":")[1] for k in found.get("blame", {}) if k.startswith(("lost:", "missed:"))})
+    notes = notes if found["state"] == "lost" else []
     if not p.routable and found["state"] != "ok":
-        text += " (not routable, predicted)"
-    return {**found, "text": text, "ok": bool(found["ok"]) if p.must != "report" else None}
+        notes.append("not routable, predicted")
+    text = describe(found) + (f" ({', '.join(notes)})" if notes else "")
+    return {**base, **found, "text": text, "ok": bool(found["ok"]) if p.must != "report" else None}
+
+
+def _fragment(c: dict[str, Any]) -> str:
+    """A failed family in its path's cell: `topology 40 of 40 (broker)`."""
+    notes = sorted({k.split(":")[1] for k in c.get("blame", {}) if k.startswith(("lost:", "missed:"))})
+    if c["state"] == "lost":
+        head = f"{c['family']} {c['lost']} of {c['expected']}"
+    elif c["state"] == "delivered":
+        head = f"{c['family']} {c['delivered']}"
+    else:
+        head = c["family"]
+    if not c.get("routable", True) and c["state"] in ("lost", "no_traffic"):
+        notes.append("not routable, predicted")
+    return head + (f" ({', '.join(notes)})" if notes else "")
+
+
+def _path_cell(preds: list[PathPrediction], r: RowResult) -> dict[str, Any]:
+    fams = {p.family or p.key: _family_cell(p, r) for p in preds}
+    live = [c for c in fams.values() if c["state"] != "not_routable"]
+    counts = {k: sum(int(c.get(k) or 0) for c in live) for k in COUNTS}
+    if not live:
+        return {"state": "not_routable", "text": "not routable (predicted)", "ok": None, "families": fams}
+    if all(c["state"] == "not_exercised" for c in live):
+        ok = None if all(c["ok"] is None for c in live) else False
+        return {"state": "not_exercised", "text": "not exercised", "ok": ok, **counts, "families": fams}
+    failed = [c for c in live if c["ok"] is False or (c["ok"] is None and c["state"] in _FAILED)]
+    if failed:
+        groups = [
+            f"{label}: " + ", ".join(_fragment(c) for c in failed if c["state"] == state)
+            for state, label in _FAILED.items()
+            if any(c["state"] == state for c in failed)
+        ]
+        state = next(s for s in _FAILED if any(c["state"] == s for c in failed))
+        ok = False if any(c["ok"] is False for c in failed) else None
+        return {"state": state, "text": "; ".join(groups), "ok": ok, **counts, "families": fams}
+    state = "dup" if counts["duplicated"] else "dropped" if counts["dropped"] else "ok"
+    text = {"dup": f"ok, dup {counts['duplicated']}", "dropped": f"ok, dropped {counts['dropped']}"}.get(
+        state, "ok"
+    )
+    ok = None if all(c["ok"] is None for c in live) else True
+    return {"state": state, "text": text, "ok": ok, **counts, "families": fams}
 
 
 def _promises(r: RowResult) -> dict[str, Any]:
@@ -58,11 +104,44 @@ def _promises(r: RowResult) -> dict[str, Any]:
     return {"state": "ok", "text": "ok", "ok": True}
 
 
+def by_path(preds: list[PathPrediction]) -> dict[str, list[PathPrediction]]:
+    """The traffic predictions per path key, in first-seen (family, then group) order."""
+    out: dict[str, list[PathPrediction]] = {}
+    for p in preds:
+        out.setdefault(p.key, []).append(p)
+    return out
+
+
+def _column(key: str, preds: list[PathPrediction]) -> dict[str, Any]:
+    musts = [p.must for p in preds]
+    must = next((m for m in ("deliver", "not", "report") if m in musts), "none")
+    first = next((p for p in preds if p.must != "none"), preds[0])
+    return {
+        "key": key,
+        "path": preds[0].label,
+        "must": must,
+        "routable": all(p.routable for p in preds if p.must != "none") if must != "none" else False,
+        "hops": first.hops,
+        "why": first.why,
+        "families": [
+            {
+                "family": p.family,
+                "must": p.must,
+                "routable": p.routable,
+                "why": p.why,
+                **({"blocked_by": workload.jsonable(b)} if (b := getattr(p, "blocked_by", None)) else {}),
+            }
+            for p in preds
+        ],
+    }
+
+
 def build(cov: Coverage) -> dict[str, Any]:
     """The matrix as data (the JSON of `bfh validate --json`)."""
+    paths = by_path(cov.predictions)
     rows: list[dict[str, Any]] = []
     for r in cov.results:
-        cells = {p.key: _cell(p, r) for p in cov.predictions}
+        cells = {key: _path_cell(preds, r) for key, preds in paths.items()}
         cells[PROMISES_COLUMN] = _promises(r)
         rows.append(
             {
@@ -79,6 +158,28 @@ def build(cov: Coverage) -> dict[str, Any]:
                 "cells": cells,
             }
         )
+    code, summary = _outcome(rows)
+    warnings = path_warnings(cov.predictions) + workload.caveats(
+        workload.measured(cov.topology, cov.predictions)
+    )
+    return {
+        "topology": cov.topology.name,
+        "verdict": {0: "pass", 1: "fail", 2: "incomplete"}[code],
+        "exit_code": code,
+        "wall_s": round(cov.wall_s, 1),
+        "parallel": cov.parallel,
+        "budget_s": cov.budget_s,
+        "paths": [_column(key, preds) for key, preds in paths.items()],
+        "warnings": list(dict.fromkeys(warnings)),
+        "runs": sum(1 for r in rows if r["verdict"] != "not_run"),
+        "cells": sum(len(r["cells"]) for r in rows),
+        **summary,
+        "rows": rows,
+    }
+
+
+def _outcome(rows: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
+    """The exit code, the failed and untested cells and the failed flows (path x family)."""
     failed = [
         (r["key"], k)
         for r in rows
@@ -88,31 +189,18 @@ def build(cov: Coverage) -> dict[str, Any]:
     untested = [
         (r["key"], k) for r in rows for k, c in r["cells"].items() if c["state"] in ("not_exercised", "error")
     ]
+    flows = [
+        f"{r['key']} / {k} [{fam}]"
+        for r in rows
+        for k, c in r["cells"].items()
+        for fam, fc in (c.get("families") or {}).items()
+        if fc["ok"] is False and fc["state"] != "not_exercised"
+    ]
     code = 1 if failed else 2 if untested else 0
-    return {
-        "topology": cov.topology.name,
-        "verdict": {0: "pass", 1: "fail", 2: "incomplete"}[code],
-        "exit_code": code,
-        "wall_s": round(cov.wall_s, 1),
-        "parallel": cov.parallel,
-        "budget_s": cov.budget_s,
-        "paths": [
-            {
-                "key": p.key,
-                "path": p.label,
-                "must": p.must,
-                "routable": p.routable,
-                "hops": p.hops,
-                "why": p.why,
-            }
-            for p in cov.predictions
-        ],
-        "warnings": path_warnings(cov.predictions),
-        "runs": sum(1 for r in rows if r["verdict"] != "not_run"),
-        "cells": sum(len(r["cells"]) for r in rows),
+    return code, {
         "failed_cells": [f"{k} / {c}" for k, c in failed],
+        "failed_flows": flows,
         "untested_cells": [f"{k} / {c}" for k, c in untested],
-        "rows": rows,
     }
 
 
@@ -122,37 +210,49 @@ def write_json(m: dict[str, Any], out: Path) -> Path:
 
 
 def write_junit(m: dict[str, Any], out: Path) -> Path:
-    """One test case per cell: classname the fault row, name the path (or `promises`)."""
+    """One test case per path x family (classname the fault row, name `<path> [<family>]`) and one
+    per row's other promises (`promises`)."""
     labels = {p["key"]: p["path"] for p in m["paths"]}
     suite = ET.Element("testsuite", name=f"bfh validate {m['topology']}")
     counts = {"tests": 0, "failures": 0, "skipped": 0}
     for r in m["rows"]:
-        for key, c in r["cells"].items():
-            if c["state"] == "not_routable":
-                continue
-            counts["tests"] += 1
-            tc = ET.SubElement(suite, "testcase", classname=r["key"], name=labels.get(key, key))
-            props = ET.SubElement(tc, "properties")
-            for k in ("state", "expected", "lost", "duplicated", "dropped"):
-                if k in c:
-                    ET.SubElement(props, "property", name=k, value=str(c[k]))
-            if r.get("report"):
-                ET.SubElement(props, "property", name="report", value=str(r["report"]))
-            if c["state"] == "not_exercised":
-                counts["skipped"] += 1
-                ET.SubElement(tc, "skipped", message=c["text"])
-            elif c["ok"] is False:
-                counts["failures"] += 1
-                f = ET.SubElement(tc, "failure", message=f"{r['key']} / {labels.get(key, key)}: {c['text']}")
-                f.text = "\n".join(r.get("reasons") or [c["text"]])
+        for key, cell in r["cells"].items():
+            subs = cell.get("families") or {}
+            cases = [(f"{labels.get(key, key)} [{f}]", c) for f, c in subs.items()] if subs else [(key, cell)]
+            for name, c in cases:
+                if c["state"] == "not_routable":
+                    continue
+                counts["tests"] += 1
+                _case(suite, r, name, c, counts)
     for k, v in counts.items():
         suite.set(k, str(v))
     ET.ElementTree(suite).write(out, encoding="utf-8", xml_declaration=True)
     return out
 
 
+def _case(suite: ET.Element, r: dict[str, Any], name: str, c: dict[str, Any], counts: dict[str, int]) -> None:
+    tc = ET.SubElement(suite, "testcase", classname=r["key"], name=name)
+    props = ET.SubElement(tc, "properties")
+    for k in ("family", "state", *COUNTS):
+        if k in c:
+            ET.SubElement(props, "property", name=k, value=str(c[k]))
+    if why := (blocked(c) if c.get("family") else ""):
+        ET.SubElement(props, "property", name="blocked_by", value=why)
+    if r.get("report"):
+        ET.SubElement(props, "property", name="report", value=str(r["report"]))
+    if c["state"] == "not_exercised":
+        counts["skipped"] += 1
+        ET.SubElement(tc, "skipped", message=c["text"])
+    elif c["ok"] is False:
+        counts["failures"] += 1
+        f = ET.SubElement(tc, "failure", message=f"{r['key']} / {name}: {c['text']}")
+        first = [what(c)] if c.get("family") and "expected" in c else []
+        f.text = "\n".join(first + list(r.get("reasons") or [c["text"]]))
+
+
 def html_matrix(m: dict[str, Any], index: Path) -> dict[str, Any]:
-    """The template's view of the matrix: relative report links from the index page."""
+    """The template's view of the matrix: relative report links from the index page, each path's
+    families under its heading, and each cell's families in its tooltip."""
     rows = []
     for r in m["rows"]:
         href = (
@@ -160,6 +260,16 @@ def html_matrix(m: dict[str, Any], index: Path) -> dict[str, Any]:
             if r.get("report") and Path(r["report"]).exists()
             else None
         )
-        rows.append({**r, "href": href})
-    cols = [p for p in m["paths"]] + [{"key": "promises", "path": "other promises"}]
+        cells = {k: {**c, "title": _title(c)} for k, c in r["cells"].items()}
+        rows.append({**r, "href": href, "cells": cells})
+    cols = [
+        {**p, "families_text": ", ".join(f["family"] for f in p.get("families", []) if f["must"] != "none")}
+        for p in m["paths"]
+    ]
+    cols.append({"key": "promises", "path": "other promises"})
     return {**m, "rows": rows, "columns": cols}
+
+
+def _title(c: dict[str, Any]) -> str:
+    fams = [f"{f}: {fc['text']}" for f, fc in (c.get("families") or {}).items()]
+    return "\n".join(fams + list(c.get("reasons") or []))

@@ -22,7 +22,7 @@ from harness.faults.schedule import Schedule
 from harness.run.runner import CATALOG_POLICY as POLICY
 from harness.run.runner import RunError, execute, finish
 from harness.topology import Topology
-from harness.topology.paths import PathPrediction, predict
+from harness.topology.paths import PathPrediction, predict_traffic
 from harness.verdict.checks.paths import path_cells
 from harness.verdict.view import RunView
 
@@ -129,8 +129,8 @@ def run_coverage(
     """Run `rows` (baseline first), at most `parallel` at once; a row is not started when the
     budget would end before it (the rows left are reported as not run)."""
     t0 = time.monotonic()
-    preds = predict(topology)
-    paths = workload.measured(preds)
+    preds = predict_traffic(topology)
+    paths = workload.measured(topology, preds)
     par = parallel or default_parallel(topology)
     opts = opts or RunOptions()
     results = {r.key: RowResult(r) for r in rows}
@@ -193,7 +193,7 @@ def _stop_all_on_interrupt(pool: ThreadPoolExecutor) -> Iterator[None]:
 
 def run_row(topology: Topology, row: Row, opts: RunOptions | None = None) -> RowResult:
     """One row on its own, run, reconciled and judged (the pytest plugin's `--bfh-topology` items)."""
-    paths = workload.measured(predict(topology))
+    paths = workload.measured(topology, predict_traffic(topology))
     start = time.monotonic()
     out = RowResult(row, _run_row(topology, row, paths, opts or RunOptions()))
     out.wall_s = round(time.monotonic() - start, 1)
@@ -213,17 +213,24 @@ def _judge(ran: list[RowResult]) -> None:
         view = RunView.load(v.run_dir)
         paths = view.params.get("paths") or []
         r.cells = path_cells(view.summary, paths)
-        _blame(r.cells, paths, v.run_dir)
+        _blame(r.cells, paths, view)
 
 
-def _blame(cells: list[dict[str, Any]], paths: list[dict[str, Any]], run_dir: Path) -> None:
-    """Each cell's anomalies by whose fault they are (the verdict's blame, per path)."""
+def _blame(cells: list[dict[str, Any]], paths: list[dict[str, Any]], view: RunView) -> None:
+    """Each cell's anomalies by whose fault they are (the verdict's blame, per flow: the
+    publisher from the msg_id's send records)."""
     from harness.verdict.blame import read
 
-    counts: dict[tuple[Any, Any], dict[str, int]] = {}
-    for b in read(run_dir, ["subscriber", "subscription", "status", "blame"]):
-        key = (b["subscriber"], b["subscription"])
+    sender = {
+        str(r.get("msg_id")): agent
+        for agent, recs in view.records.items()
+        for r in recs
+        if r.get("event") == "send_attempt"
+    }
+    counts: dict[tuple[Any, Any, Any], dict[str, int]] = {}
+    for b in read(view.run_dir, ["msg_id", "subscriber", "subscription", "status", "blame"]):
+        key = (sender.get(str(b["msg_id"])), b["subscriber"], b["subscription"])
         name = f"{b['status']}:{b['blame']}"
         counts.setdefault(key, {})[name] = counts.get(key, {}).get(name, 0) + 1
     for c, p in zip(cells, paths, strict=True):
-        c["blame"] = counts.get((p.get("subscriber"), p.get("subscription")), {})
+        c["blame"] = counts.get((p.get("publisher"), p.get("subscriber"), p.get("subscription")), {})

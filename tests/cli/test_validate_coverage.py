@@ -19,11 +19,15 @@ from tests.cli.test_validate import running_under
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark]
 
+# one family from every group's agents to every group's: spoke to spoke is a path (2 hops)
 SPOKES_TTL1 = """name: spokes-ttl1
 groups: [{name: hub}, {name: east}, {name: west}]
 bridges:
   - {from: east, to: hub, duplex: true}
   - {from: west, to: hub, duplex: true}
+traffic:
+  families:
+    - {name: status, topic: instance/status/#, from: agents, to: agents}
 """
 
 ONE_WAY = """name: one-way
@@ -64,21 +68,25 @@ def test_network_ttl_too_low_fails_the_unreachable_baseline_cells(tmp_path: Path
     assert cell(m, "baseline", "promises")["text"] == "broken: at_least_once", "the losses, as a promise"
     suite = ET.parse(tmp_path / "v.xml").getroot()
     failures = [tc.get("name") for tc in suite.iter("testcase") if tc.find("failure") is not None]
-    assert "east → west" in failures and "west → east" in failures
+    assert "east → west [status]" in failures and "west → east [status]" in failures
     index = Path(m["index"]).read_text()
     assert 'id="matrix"' in index and "lost " in index
     assert not running_under(tmp_path)
 
 
 def test_one_way_bridge_fails_the_way_back(tmp_path: Path) -> None:
+    """The controllers on a: their families reach b; b's agents' status and initializer requests
+    never reach the controllers."""
     p, m = validate(tmp_path, ONE_WAY, "--faults", "baseline")
     assert p.returncode == 1, p.stderr[-3000:]
-    assert "path b → a: no bridge forwards from b toward a" in p.stderr
+    assert "no bridge forwards from b toward a" in p.stderr
     assert cell(m, "baseline", "a->b")["state"] == "ok"
     back = cell(m, "baseline", "b->a")
     assert back["state"] == "lost" and back["lost"] == back["expected"] > 0
+    assert set(back["families"]) == {"instance-status", "initializer"}
+    assert back["text"].startswith("lost: instance-status ") and ", initializer " in back["text"]
     reasons = next(r for r in m["rows"] if r["key"] == "baseline")["reasons"]
-    assert any("path b → a: lost" in r for r in reasons), reasons
+    assert any("path b → a [instance-status]: lost" in r for r in reasons), reasons
 
 
 def test_budget_stops_in_time_and_names_what_it_left(tmp_path: Path) -> None:
@@ -127,7 +135,8 @@ def test_pytest_bfh_topology_runs_the_rows(tmp_path: Path) -> None:
     out = p.stdout + p.stderr
     assert p.returncode == 1, out[-3000:]
     assert "test_topology_row[baseline]" in out
-    assert "path b → a (deliver): lost, expected" in out, out[-3000:]
+    assert "path b → a [instance-status] (deliver): lost, expected" in out, out[-3000:]
+    assert "path b → a [initializer] (deliver): lost, expected" in out, out[-3000:]
     assert "1 failed" in out
 
 
@@ -180,7 +189,7 @@ def test_pair_whose_members_do_not_share_a_store_loses_at_failover(tmp_path: Pat
     lost = {r["key"]: r["cells"]["split->split"]["lost"] for r in m["rows"][1:]}
     assert any(n > 0 for n in lost.values()), lost
     failed = next(r for r in m["rows"] if r["cells"]["split->split"]["lost"])
-    assert any("path split → split: lost" in x for x in failed["reasons"]), failed["reasons"]
+    assert any("path split → split [" in x and "lost" in x for x in failed["reasons"]), failed["reasons"]
     run = Path(failed["run_dir"])
     assert (run / "brokers/split-1-store").is_dir() and (run / "brokers/split-2-store").is_dir()
 

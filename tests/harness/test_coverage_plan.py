@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from harness.coverage import CoverageError, parse_budget, plan_rows
+from harness.coverage import CoverageError, parse_budget, plan_rows, workload
 from harness.coverage.matrix import build, write_junit
 from harness.coverage.validate import Coverage, RowResult
 from harness.topology import load_topology, parse_topology
-from harness.topology.paths import predict
+from harness.topology.paths import predict_traffic
+from harness.verdict.checks.paths import path_cells
 from tests.cli.support import ROOT
 
 
@@ -77,56 +78,90 @@ def test_bad_budget(text: str) -> None:
         parse_budget(text)
 
 
-def _cells(paths: list[str], lost: dict[str, int]) -> list[dict[str, Any]]:
-    out = []
-    for key in paths:
-        src, dst = key.split("->")
-        n = lost.get(key, 0)
-        out.append(
-            {
-                "from": src,
-                "to": dst,
-                "must": "deliver",
-                "expected": 100,
-                "delivered": 100 - n,
-                "lost": n,
-                "duplicated": 0,
-                "dropped": 0,
-                "ok": n == 0,
-                "state": "lost" if n else "ok",
-            }
-        )
-    return out
+def _cells(entries: list[dict[str, Any]], lost: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
+    """The verdict's cells for the run.json path entries, `lost` per (path key, family)."""
+    summary: dict[str, Any] = {"flows": []}
+    for e in entries:
+        n = lost.get((f"{e['from']}->{e['to']}", e["family"]), 0)
+        flow = {k: e[k] for k in ("publisher", "subscriber", "subscription")}
+        summary["flows"].append({**flow, "ok": 20 - n, "lost": n})
+    return path_cells(summary, entries)
+
+
+TWO = {"name": "two", "groups": [{"name": "a"}, {"name": "b"}], "bridges": [{"from": "a", "to": "b"}]}
+
+
+def test_every_family_in_its_direction_gets_its_agents() -> None:
+    """Controllers on the first group: its ctl-pub feeds every group's sub, every group's pub
+    feeds its ctl-sub; each flow told apart by (publisher, subscriber, subscription)."""
+    t = parse_topology(TWO, "t")
+    entries = workload.measured(t, predict_traffic(t))
+    keys = {(e["family"], e["from"], e["to"]) for e in entries}
+    assert ("topology", "a", "b") in keys and ("instance-status", "b", "a") in keys
+    assert ("instance-status", "a", "b") not in keys, "agents' status goes to the controllers only"
+    flows = {(e["publisher"], e["subscriber"], e["subscription"]) for e in entries}
+    assert len(flows) == len(entries)
+    topo = next(e for e in entries if (e["family"], e["to"]) == ("topology", "b"))
+    assert (topo["publisher"], topo["subscriber"], topo["subscription"]) == (
+        "ctl-pub-a",
+        "sub-b",
+        "topology/#",
+    )
+    status = next(e for e in entries if (e["family"], e["from"]) == ("instance-status", "b"))
+    assert (status["publisher"], status["subscriber"]) == ("pub-b", "ctl-sub-a")
+    assert all(e["qos"] == 1 and e["durable"] for e in entries)
+
+
+def test_a_forbidden_flow_is_watched_best_effort() -> None:
+    """deliver: false for one family: the side whose every flow of it is forbidden goes QoS 0,
+    so the run owes nothing there; the other families stay at least once."""
+    t = parse_topology(
+        {**TWO, "paths": [{"from": "a", "to": "b", "family": "tenant", "deliver": False}]}, "t"
+    )
+    entries = workload.measured(t, predict_traffic(t))
+    tenant = next(e for e in entries if (e["family"], e["to"]) == ("tenant", "b"))
+    assert tenant["must"] == "not" and (tenant["sub_qos"], tenant["durable"]) == (0, False)
+    assert tenant["qos"] == 1, "a -> a still owes tenant at least once"
+    topo = next(e for e in entries if (e["family"], e["to"]) == ("topology", "b"))
+    assert topo["must"] == "report" and topo["durable"], "undeclared paths are measured at least once"
+    assert not workload.caveats(entries)
 
 
 def test_matrix_cells_and_exit_codes(tmp_path: Path) -> None:
-    t = parse_topology(
-        {
-            "name": "two",
-            "groups": [{"name": "a"}, {"name": "b"}],
-            "bridges": [{"from": "a", "to": "b"}],
-        },
-        "t",
-    )
-    preds = predict(t)
+    t = parse_topology(TWO, "t")
+    preds = predict_traffic(t)
+    entries = workload.measured(t, preds)
     rows = plan_rows(t, ["kill"], None)
-    keys = [p.key for p in preds]
-    ok = [RowResult(r, tmp_path, "pass", cells=_cells(keys, {})) for r in rows]
+    ok = [RowResult(r, tmp_path, "pass", cells=_cells(entries, {})) for r in rows]
     m = build(Coverage(t, preds, ok))
     assert m["exit_code"] == 0 and m["verdict"] == "pass"
+    assert [p["key"] for p in m["paths"]] == ["a->a", "a->b", "b->a"]
     assert m["rows"][0]["cells"]["b->a"]["text"] == "ok"
+    assert set(m["rows"][0]["cells"]["a->b"]["families"]) == {
+        "topology",
+        "instance-notifier",
+        "tenant",
+        "application-signup",
+    }
 
-    bad = [
-        RowResult(rows[0], tmp_path, "fail", ["paths", "at_least_once"], cells=_cells(keys, {"b->a": 120}))
-    ]
+    lost = {("b->a", "instance-status"): 20, ("b->a", "initializer"): 5}
+    bad = [RowResult(rows[0], tmp_path, "fail", ["paths", "at_least_once"], cells=_cells(entries, lost))]
     bad += ok[1:]
     m = build(Coverage(t, preds, bad))
     assert m["exit_code"] == 1
     cell = m["rows"][0]["cells"]["b->a"]
-    assert cell["text"] == "lost 120 of 100 (not routable, predicted)" and cell["ok"] is False
+    assert cell["ok"] is False and cell["lost"] == 25
+    assert cell["text"] == (
+        "lost: instance-status 20 of 20 (not routable, predicted), "
+        "initializer 5 of 20 (not routable, predicted)"
+    )
+    assert cell["families"]["instance-status"]["state"] == "lost"
+    assert m["failed_flows"] == ["baseline / b->a [instance-status]", "baseline / b->a [initializer]"]
     assert m["rows"][0]["cells"]["promises"]["text"] == "broken: at_least_once"
     junit = write_junit(m, tmp_path / "v.xml").read_text()
-    assert 'classname="baseline" name="b → a"' in junit and "<failure" in junit
+    assert 'classname="baseline" name="b → a [instance-status]"' in junit and "<failure" in junit
+    assert 'name="a → b [topology]"' in junit
+    assert "no bridge forwards from b toward a" in junit, "the failure says why, as predicted"
 
     left = ok[:1] + [RowResult(r) for r in rows[1:]]  # the budget left the rest
     m = build(Coverage(t, preds, left))
@@ -136,17 +171,15 @@ def test_matrix_cells_and_exit_codes(tmp_path: Path) -> None:
     assert "<skipped" in write_junit(m, tmp_path / "v2.xml").read_text()
 
 
-def test_a_run_without_traffic_on_a_path_fails_the_cell(tmp_path: Path) -> None:
+def test_a_run_without_traffic_on_a_family_fails_the_cell(tmp_path: Path) -> None:
     t = load_topology("pair")
-    preds = predict(t)
+    preds = predict_traffic(t)
+    entries = workload.measured(t, preds)
     [row] = plan_rows(t, ["baseline"], None)
-    cell = {
-        **_cells(["pair->pair"], {})[0],
-        "expected": 0,
-        "delivered": 0,
-        "state": "not_exercised",
-        "ok": False,
-    }
-    m = build(Coverage(t, preds, [RowResult(row, tmp_path, "fail", ["paths"], cells=[cell])]))
-    assert m["exit_code"] == 1, "a path the run never measured is no pass"
-    assert m["rows"][0]["cells"]["pair->pair"]["text"] == "no traffic (not exercised)"
+    cells = _cells(entries, {})
+    quiet = next(c for c in cells if c["family"] == "tenant")
+    quiet.update(expected=0, delivered=0, state="not_exercised", ok=False)
+    m = build(Coverage(t, preds, [RowResult(row, tmp_path, "fail", ["paths"], cells=cells)]))
+    assert m["exit_code"] == 1, "a flow the run never measured is no pass"
+    assert m["rows"][0]["cells"]["pair->pair"]["text"] == "no traffic: tenant"
+    assert m["rows"][0]["cells"]["pair->pair"]["families"]["topology"]["text"] == "ok"

@@ -1,6 +1,8 @@
-"""Per-path accounting: every delivery path a run measured (publishers on one group, a subscription
-on another), its pairs counted from the reconciliation's `flows`, judged against what the
-topology requires of it (run.json scenario.params.paths, written by harness/coverage)."""
+"""Per-path accounting: every delivery flow a run measured (a traffic family from its publisher on
+one group to a subscription on another: a path x family), its pairs counted from the
+reconciliation's `flows`, judged against what the topology requires of it (run.json
+scenario.params.paths, written by harness/coverage with the static prediction's `why` and, when
+it knows it, the bridge and filter that block the family: `blocked_by`)."""
 
 from __future__ import annotations
 
@@ -23,8 +25,8 @@ def _sum(flows: list[dict[str, Any]], keys: tuple[str, ...]) -> int:
 
 
 def path_cells(summary: dict[str, Any], paths: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One cell per path: counts, its state (ok | lost | dup | dropped | delivered | not_exercised |
-    quiet) and whether it broke what the topology requires (`ok`)."""
+    """One cell per path entry (a path x family): counts, its state (ok | lost | dup | dropped |
+    delivered | not_exercised | quiet) and whether it broke what the topology requires (`ok`)."""
     flows = [f for f in summary.get("flows") or [] if isinstance(f, dict)]
     out = []
     for p in paths:
@@ -43,13 +45,18 @@ def path_cells(summary: dict[str, Any], paths: list[dict[str, Any]]) -> list[dic
             "path": f"{p.get('from')} → {p.get('to')}",
             "from": p.get("from"),
             "to": p.get("to"),
+            "family": p.get("family") or "",
             "must": must,
+            "routable": p.get("routable", True),
+            "why": p.get("why", ""),
             "expected": expected,
             "delivered": delivered,
             "lost": lost,
             "duplicated": dup,
             "dropped": dropped,
         }
+        if p.get("blocked_by"):
+            cell["blocked_by"] = p["blocked_by"]
         if must == "not":
             cell["ok"] = delivered == 0
             cell["state"] = "delivered" if delivered else ("quiet" if expected else "not_exercised")
@@ -85,6 +92,31 @@ def describe(cell: dict[str, Any]) -> str:
     return {"not_exercised": "not exercised", "quiet": "ok (nothing crossed)"}.get(state, state)
 
 
+def label(cell: dict[str, Any]) -> str:
+    """`hub → east [topology]` (a bare path for a run measured without families)."""
+    return f"{cell['path']} [{cell['family']}]" if cell.get("family") else str(cell["path"])
+
+
+def blocked(cell: dict[str, Any]) -> str:
+    """What the static prediction says blocks the flow (the bridge and its filter when known)."""
+    b = cell.get("blocked_by")
+    if isinstance(b, dict) and b.get("text"):
+        return str(b["text"])
+    if isinstance(b, dict):
+        return ", ".join(f"{k} {v}" for k, v in b.items() if v not in (None, ""))
+    if b:
+        return str(b)
+    return "" if cell.get("routable", True) else str(cell.get("why") or "")
+
+
+def what(cell: dict[str, Any]) -> str:
+    """One failed flow in a line: `path hub → east [topology]: lost 40 of 40 (must deliver);
+    predicted: <the bridge and filter>`."""
+    out = f"path {label(cell)}: {describe(cell)}" + (" (must deliver)" if cell["must"] == "deliver" else "")
+    why = blocked(cell)
+    return out + (f"; predicted: {why}" if why else "")
+
+
 def paths(v: RunView) -> Check:
     declared = v.params.get("paths")
     if not isinstance(declared, list) or not declared:
@@ -93,22 +125,32 @@ def paths(v: RunView) -> Check:
     bad = [
         {
             "path": c["path"],
-            "what": f"path {c['path']}: {describe(c)}"
-            + (" (must deliver)" if c["must"] == "deliver" else ""),
+            "family": c["family"],
+            "what": what(c),
             **{k: c[k] for k in ("expected", "lost", "delivered")},
+            **({"blocked_by": blocked(c)} if blocked(c) else {}),
         }
         for c in cells
         if not c["ok"]
     ]
     ok = sum(c["ok"] for c in cells)
+    kind = "flows (path x family)" if any(c["family"] for c in cells) else "paths"
     if not bad:
-        return Check("paths", count=0, detail=f"{ok} of {len(cells)} paths as required")
+        return Check("paths", count=0, detail=f"{ok} of {len(cells)} {kind} as required")
     return Check(
         "paths",
         "fail",
         len(bad),
         bad,
         None,
-        f"{len(bad)} of {len(cells)} delivery paths broke what the topology requires: "
-        + "; ".join(b["what"] for b in bad[:4]),
+        f"{len(bad)} of {len(cells)} delivery {kind} broke what the topology requires: " + _by_family(cells),
     )
+
+
+def _by_family(cells: list[dict[str, Any]]) -> str:
+    """`topology (hub → east: lost 40 of 40), tenant (...)`: the failed flows, family by family."""
+    fams: dict[str, list[str]] = {}
+    for c in cells:
+        if not c["ok"]:
+            fams.setdefault(c["family"] or "paths", []).append(f"{c['path']}: {describe(c)}")
+    return ", ".join(f"{f} ({'; '.join(ps)})" for f, ps in fams.items())
