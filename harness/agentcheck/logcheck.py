@@ -70,7 +70,8 @@ class _Walk:
     open: dict[str, _Conn] = field(default_factory=dict)  # role -> its open connection
     connections: Counter[str] = field(default_factory=Counter)  # role -> connected records
     attempts: Counter[str] = field(default_factory=Counter)  # msg_id -> send_attempts so far
-    recent: dict[str, list[int]] = field(default_factory=dict)  # role -> lines since the last close
+    #: role -> the brokers its records named while it had no open connection (since the last close)
+    recent: dict[str, list[str]] = field(default_factory=dict)
     subscribed: set[str] = field(default_factory=set)  # filters with a `subscribed` so far
     publishing: bool = False  # a send_attempt was logged
 
@@ -188,9 +189,10 @@ class _Walk:
         self.unopened_close(line, role, broker, reason)
 
     def unopened_close(self, line: Line, role: str, broker: str, reason: str) -> None:
-        """A close with no open connection: a dropped `connected` when the role was in use on that
-        broker since its last close, else a failed attempt without its prefix."""
-        if self.recent.pop(role, None):
+        """A close with no open connection: a dropped `connected` when the role's records named
+        that broker since its last close, else a failed attempt without its prefix."""
+        if broker in self.recent.get(role, []):
+            del self.recent[role]
             self.add("C-8", line, f"{role} closed a connection to {broker} that no `connected` opened")
         else:
             self.add(
@@ -203,7 +205,7 @@ class _Walk:
     def on_connection(self, line: Line, role: str, broker: str, event: str) -> None:
         conn = self.open.get(role)
         if conn is None:
-            self.recent.setdefault(role, []).append(line.no)
+            self.recent.setdefault(role, []).append(broker)
             if len(self.recent[role]) == 1:
                 self.add(
                     "C-8",
