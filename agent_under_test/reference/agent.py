@@ -33,6 +33,9 @@ from harness.contracts.msglog import MessageLogWriter
 __all__ = ["Backoff", "OutMsg", "Publisher", "ReferenceAgent", "Subscriber", "note", "parse_msg_id"]
 
 SHUTDOWN_BUDGET_S = 7.0
+# How long the roles get to close their links politely (DISCONNECT and its receipt) before the
+# sockets of those still blocked are shut down under them (issue 42: the exit is due within 2 s).
+POLITE_CLOSE_S = 0.5
 
 
 def note(text: str) -> None:
@@ -62,7 +65,7 @@ class ReferenceAgent:
         self.stop = threading.Event()
         self.rng = random.Random()
         self.transport: Transport = make_transport(
-            workload.protocol, conf, self.keepalive(), self.liveness_timeout()
+            workload.protocol, conf, self.keepalive(), self.liveness_timeout(), self.stop
         )
         self.subscribers: list[Subscriber] = []
         self.publisher: Publisher | None = None
@@ -143,6 +146,8 @@ class ReferenceAgent:
             try:
                 link = self.transport.connect(url, cid, durable, handler, self.connect_timeout())
             except LinkError as e:
+                if e.kind == "shutdown":  # abandoned, not failed
+                    break
                 self.log.write("disconnected", broker=url.key, role=role, reason=f"connect_failed: {e}")
                 last = e
                 continue
@@ -175,6 +180,7 @@ class ReferenceAgent:
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def run(self) -> int:
+        self.transport.stop = self.stop  # also a transport a subclass put in place
         self.subscribers = self.make_subscribers()
         for s in self.subscribers:
             s.start()
@@ -193,14 +199,20 @@ class ReferenceAgent:
         return self.shutdown()
 
     def shutdown(self) -> int:
-        end = time.monotonic() + SHUTDOWN_BUDGET_S
+        start = time.monotonic()
         workers: list[threading.Thread] = []
         for s in self.subscribers:
             workers.extend(s.threads())
         if self.publisher is not None:
             workers.extend(self.publisher.threads())
         for t in workers:
-            t.join(max(0.0, end - time.monotonic()))
+            t.join(max(0.0, start + POLITE_CLOSE_S - time.monotonic()))
+        if any(t.is_alive() for t in workers):
+            # A role blocked in a send to a paused broker (a full socket buffer) or in a read
+            # never sees `stop`: its socket is shut down under it, and it then ends as on a loss.
+            self.transport.interrupt_all()
+        for t in workers:
+            t.join(max(0.0, start + SHUTDOWN_BUDGET_S - time.monotonic()))
         self.log.close()
         return 0
 

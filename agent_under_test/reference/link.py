@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import socket
 import ssl
+import threading
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -70,20 +73,57 @@ class Link(ABC):
     def close(self) -> None:
         """Disconnect (politely if possible); idempotent."""
 
+    def interrupt(self) -> None:
+        """Wake, from another thread, whatever blocks on this link's socket (a read, a send into a
+        full buffer): a shutdown of the file descriptor, no TLS call; the owner then sees it closed."""
+        interrupt_socket(self.raw_socket())
+
+    def raw_socket(self) -> Any:
+        """The link's socket once its TCP connection exists, else None."""
+        return None
+
     @property
     def closed(self) -> bool:
         return self.closed_reason is not None
 
 
+def interrupt_socket(sock: Any) -> None:
+    if sock is not None:
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
 class Transport(ABC):
-    """Opens links to one broker with the protocol's handshake bounded by `timeout`."""
+    """Opens links to one broker with the protocol's handshake bounded by `timeout`.
+
+    `stop` is the agent's: a handshake in progress gives up when it is set. Every link opened is
+    remembered (weakly) so that `interrupt_all` can wake the threads blocked on them at shutdown.
+    """
 
     def __init__(
-        self, conf: AgentConf, keepalive: int | None = None, liveness_timeout: float | None = None
+        self,
+        conf: AgentConf,
+        keepalive: int | None = None,
+        liveness_timeout: float | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.conf = conf
         self.keepalive = keepalive if keepalive is not None else conf.keepalive
         self.liveness_timeout = liveness_timeout or conf.effective_liveness_timeout
+        self.stop = stop if stop is not None else threading.Event()
+        self._links: weakref.WeakSet[Link] = weakref.WeakSet()
+        self._links_lock = threading.Lock()
+
+    def track(self, link: Link) -> None:
+        with self._links_lock:
+            self._links.add(link)
+
+    def interrupt_all(self) -> None:
+        """Wake every thread blocked on a link of this transport (see Link.interrupt)."""
+        with self._links_lock:
+            links = list(self._links)
+        for link in links:
+            link.interrupt()
 
     @abstractmethod
     def connect(

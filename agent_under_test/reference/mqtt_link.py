@@ -83,7 +83,10 @@ class MqttLink(Link):
     def _on_subscribe(self, client: Any, userdata: Any, mid: int, rcs: Any, properties: Any) -> None:
         self._suback[mid] = [int(r.value) for r in rcs]
 
-    def handshake(self, timeout: float | None) -> None:
+    def raw_socket(self) -> Any:
+        return self.client._sock
+
+    def handshake(self, timeout: float | None, stop: threading.Event | None = None) -> None:
         c = self.client
         host, port = self.url.connect_host, self.url.port
         c.connect_timeout = timeout if timeout is not None else 3600.0 * 24
@@ -105,6 +108,9 @@ class MqttLink(Link):
             if deadline is not None and time.monotonic() >= deadline:
                 self._abort()
                 raise LinkError("timeout", f"no CONNACK within {timeout:g} s")
+            if stop is not None and stop.is_set():
+                self._abort()
+                raise LinkError("shutdown", "the agent is stopping")
             rc = c.loop(timeout=0.05)
             if rc not in (MQTTErrorCode.MQTT_ERR_SUCCESS,) and self._connack is None:
                 self._abort()
@@ -188,9 +194,13 @@ class MqttTransport(Transport):
     settle_s = 1.0
 
     def __init__(
-        self, conf: AgentConf, keepalive: int | None = None, liveness_timeout: float | None = None
+        self,
+        conf: AgentConf,
+        keepalive: int | None = None,
+        liveness_timeout: float | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
-        super().__init__(conf, keepalive, liveness_timeout)
+        super().__init__(conf, keepalive, liveness_timeout, stop)
         self._probes = itertools.count(1)
         self._unresponsive: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
@@ -206,15 +216,17 @@ class MqttTransport(Transport):
         if durable and client_id:
             self._probe(url, client_id, timeout)
         link = MqttLink(self.conf, url, client_id or "", not durable, on_message, self.keepalive)
-        link.handshake(timeout)
+        self.track(link)
+        link.handshake(timeout, self.stop)
         return link
 
     def _probe(self, url: BrokerUrl, client_id: str, timeout: float | None) -> None:
         key = (url.key, client_id)
         probe_id = f"{client_id}-probe-{next(self._probes)}"
         probe = MqttLink(self.conf, url, probe_id, True, None, self.keepalive)
+        self.track(probe)
         try:
-            probe.handshake(timeout)
+            probe.handshake(timeout, self.stop)
         except LinkError as e:
             if e.kind == "timeout":
                 with self._lock:
@@ -225,4 +237,4 @@ class MqttTransport(Transport):
             thawed = key in self._unresponsive
             self._unresponsive.discard(key)
         if thawed:
-            time.sleep(self.settle_s)
+            self.stop.wait(self.settle_s)

@@ -34,6 +34,7 @@ class _StompListener(stomp.ConnectionListener):
 
     def on_connected(self, frame: Any) -> None:
         self._touch()
+        self.link._connected()
 
     def on_heartbeat(self) -> None:
         self._touch()
@@ -67,8 +68,11 @@ class StompLink(Link):
         keepalive: int,
         timeout: float | None,
         liveness_timeout: float,
+        stop: threading.Event | None = None,
     ) -> None:
         super().__init__(url)
+        self._stop = stop if stop is not None else threading.Event()
+        self._is_connected = False
         self.conf = conf
         self._liveness_timeout = liveness_timeout
         self._client_id = client_id
@@ -100,6 +104,11 @@ class StompLink(Link):
         self._receipt_seq = 0
 
     # listener side (stomp.py receiver / heart-beat threads)
+    def _connected(self) -> None:
+        with self._cond:
+            self._is_connected = True
+            self._cond.notify_all()
+
     def _receipt(self, rid: str) -> None:
         with self._cond:
             if rid in self._pending_receipts:
@@ -143,14 +152,10 @@ class StompLink(Link):
         pw = self.conf.password.get_secret_value() if user else None
         started = time.monotonic()
         try:
-            self.conn.connect(user, pw, wait=True, headers=headers, with_connect_command=True)
+            # No wait=True: stomp.py would wait for CONNECTED with no timeout and no way to stop.
+            self.conn.connect(user, pw, wait=False, headers=headers, with_connect_command=True)
         except stomp.exception.ConnectFailedException:
             self._abort()
-            if self._error_msg is not None:
-                raise LinkError("rejected", f"ERROR {self._error_msg}") from None
-            elapsed = time.monotonic() - started
-            if self._timeout is not None and elapsed >= 0.9 * self._timeout:
-                raise LinkError("timeout", f"no CONNECTED frame within {self._timeout:g} s") from None
             raise LinkError("refused", "connection refused or closed before CONNECTED") from None
         except (OSError, ssl.SSLError) as e:
             self._abort()
@@ -158,6 +163,10 @@ class StompLink(Link):
         except Exception as e:  # stomp.py surfaces socket problems as assorted exceptions
             self._abort()
             raise LinkError("refused", _describe(e)) from None
+        failure = self._await_connected(started)
+        if failure is not None:
+            self._abort()
+            raise failure
         # The connect timeout was also the socket's read timeout; from now on liveness is the
         # heart-beats' and our watchdog's job, with the read timeout only as a backstop.
         sock = self.conn.transport.socket
@@ -165,6 +174,28 @@ class StompLink(Link):
             with contextlib.suppress(OSError):
                 sock.settimeout(self._liveness_timeout + 2.0)
         self._last_in = time.monotonic()
+
+    def _await_connected(self, started: float) -> LinkError | None:
+        """Wait for CONNECTED; the reason to give up (ERROR, closed, timed out, stopping) if any."""
+        deadline = None if self._timeout is None else started + self._timeout
+        with self._cond:
+            while not self._is_connected:
+                if self._error_msg is not None:
+                    return LinkError("rejected", f"ERROR {self._error_msg}")
+                now = time.monotonic()
+                if self.closed_reason is not None:
+                    if self._timeout is not None and now - started >= 0.9 * self._timeout:
+                        return LinkError("timeout", f"no CONNECTED frame within {self._timeout:g} s")
+                    return LinkError("refused", "connection refused or closed before CONNECTED")
+                if deadline is not None and now >= deadline:
+                    return LinkError("timeout", f"no CONNECTED frame within {self._timeout:g} s")
+                if self._stop.is_set():
+                    return LinkError("shutdown", "the agent is stopping")
+                self._cond.wait(0.05 if deadline is None else max(0.001, min(0.05, deadline - now)))
+        return None
+
+    def raw_socket(self) -> Any:
+        return self.conn.transport.socket
 
     def _abort(self) -> None:
         if self.closed_reason is None:
@@ -271,7 +302,8 @@ class StompTransport(Transport):
         timeout: float | None,
     ) -> Link:
         link = StompLink(
-            self.conf, url, client_id, on_message, self.keepalive, timeout, self.liveness_timeout
+            self.conf, url, client_id, on_message, self.keepalive, timeout, self.liveness_timeout, self.stop
         )
+        self.track(link)
         link.handshake()
         return link

@@ -18,6 +18,8 @@ their names stay importable from here.
 
 from __future__ import annotations
 
+import threading
+
 from agent_under_test.config import AgentConf
 from agent_under_test.reference.link import (
     DISCONNECT_RECEIPT_S,
@@ -46,10 +48,14 @@ __all__ = [
 
 
 def make_transport(
-    protocol: str, conf: AgentConf, keepalive: int | None = None, liveness_timeout: float | None = None
+    protocol: str,
+    conf: AgentConf,
+    keepalive: int | None = None,
+    liveness_timeout: float | None = None,
+    stop: threading.Event | None = None,
 ) -> Transport:
     if protocol == "mqtt":
-        return MqttTransport(conf, keepalive, liveness_timeout)
+        return MqttTransport(conf, keepalive, liveness_timeout, stop)
     if protocol == "stomp":
-        return StompTransport(conf, keepalive, liveness_timeout)
+        return StompTransport(conf, keepalive, liveness_timeout, stop)
     raise ValueError(f"unknown protocol {protocol!r}")

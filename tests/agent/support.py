@@ -37,12 +37,13 @@ def start_agent(
     command: str = REFERENCE,
     name: str | None = None,
     qos: int = 1,
+    payload_bytes: int = 128,
 ) -> AgentProcess:
     body = {
         "protocol": protocol,
         "subscriptions": [{"topic": t, "qos": qos, "durable": True} for t in subscriptions or []],
         "publications": [
-            {"topic": t, "qos": qos, "count": n, "rate_per_s": r, "payload_bytes": 128}
+            {"topic": t, "qos": qos, "count": n, "rate_per_s": r, "payload_bytes": payload_bytes}
             for t, n, r in publications or []
         ],
     }
