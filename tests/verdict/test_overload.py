@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from harness.contracts import loadlog
+from harness.pytest_plugin.conformance.test_catalog import assert_verdict
 from harness.verdict import RunView, judge
 from harness.verdict.checks import Check, liveness, publish_latency
 from harness.verdict.overload import RERUN, apply, judge_check
@@ -150,6 +154,9 @@ def test_the_judge_says_rerun_on_a_less_loaded_machine(tmp_path):
     assert RERUN in v.message() and "machine overloaded: scheduling delay 1.2 s" in v.message()
     saved = json.loads((d / "analysis" / "verdict.json").read_text())
     assert saved["verdict"] == "unknown" and RERUN in saved["note"]
+    # the conformance item: inconclusive is a skip with the message, never a pass nor a fail
+    with pytest.raises(pytest.skip.Exception, match="less loaded machine"):
+        assert_verdict(SimpleNamespace(verdict=v, run_dir=d), "t")
 
 
 def test_retries_are_read_over_their_densest_five_seconds(tmp_path):
