@@ -178,7 +178,12 @@ def _add_operations(add: Add) -> None:
     ag.add_argument(
         "agent_command", metavar="CMD", help="agent command template with {config} {workload} {log}"
     )
-    ag.add_argument("--protocol", default="mqtt", choices=["mqtt", "stomp", "openwire"])
+    ag.add_argument(
+        "--protocol",
+        default="mqtt",
+        choices=["mqtt", "stomp", "openwire"],
+        help="the protocol the agent speaks (its workload, mb.urls); acks are read over mqtt and stomp",
+    )
     ag.add_argument("--contract-only", action="store_true", help="skip the verdict (no Spark, no behaviour)")
     ag.add_argument("--json", action="store_true", help="print the findings as JSON on stdout")
     ag.add_argument("--reports", default="reports")
