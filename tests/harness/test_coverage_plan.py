@@ -183,3 +183,39 @@ def test_a_run_without_traffic_on_a_family_fails_the_cell(tmp_path: Path) -> Non
     assert m["exit_code"] == 1, "a flow the run never measured is no pass"
     assert m["rows"][0]["cells"]["pair->pair"]["text"] == "no traffic: tenant"
     assert m["rows"][0]["cells"]["pair->pair"]["families"]["topology"]["text"] == "ok"
+
+
+class _Addresses:
+    """The one thing an agent factory asks of a running environment: a group's broker URLs."""
+
+    def mb_urls(self, proto: str, group: str | None) -> list[str]:
+        return [f"tcp://{group}-1:1883", f"tcp://{group}-2:1883"]
+
+
+def test_agents_publish_every_event_topic_and_the_fleet_copies_the_agents_subscriber() -> None:
+    t = load_topology(ROOT / "examples/ops/hub-spoke.yaml")
+    entries = workload.measured(t, predict_traffic(t))
+    specs = {s.name: s for s in workload.agents(t, entries, 20, 5.0, 40, None, fleet=2)(_Addresses())}
+    assert set(specs) == {
+        *(f"{k}-{g}" for k in ("pub", "sub") for g in ("hub", "east", "west")),
+        *(f"fleet-{g}-002" for g in ("hub", "east", "west")),
+        "ctl-pub-hub",
+        "ctl-sub-hub",
+    }
+    ctl = specs["ctl-pub-hub"].workload
+    assert ctl["subscriptions"] == [] and len(ctl["publications"]) == 5, "every controller event topic"
+    assert {(p["count"], p["rate_per_s"], p["qos"]) for p in ctl["publications"]} == {(20, 5.0, 1)}
+    assert [s["topic"] for s in specs["ctl-sub-hub"].workload["subscriptions"]] == [
+        "instance/status/#",
+        "initializer/#",
+    ]
+    east = specs["sub-east"].workload["subscriptions"]
+    assert east == specs["fleet-east-002"].workload["subscriptions"]
+    assert {s["topic"] for s in east} == {
+        "topology/#",
+        "instance/notifier/#",
+        "tenant/#",
+        "application/signup/#",
+    }
+    assert all(s["qos"] == 1 and s["durable"] for s in east)
+    assert specs["pub-west"].conf["mb.urls"] == "tcp://west-1:1883,tcp://west-2:1883"

@@ -1,6 +1,7 @@
 """A topology's coverage matrix as pytest items (`pytest --bfh-topology FILE`, added by the plugin):
-one test per fault row, each with traffic on every delivery path; a failure names every broken
-path with its counts, then the run's other broken promises (harness.coverage)."""
+one test per fault row, each with every traffic family on every delivery path; a failure names
+every broken path x family with its counts and what the prediction says blocks it, then the run's
+other broken promises (harness.coverage)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def test_topology_row(
     bfh_agent_protocol: str | None,
     bfh_fleet: int | None,
 ) -> None:
-    """Promise: every path the topology requires delivers under this fault, and every gated promise holds."""
+    """Promise: every family on every path the topology requires delivers under this fault, and every
+    gated promise holds."""
     topology, row = bfh_row
     opts = RunOptions(
         agent_cmd=agent_cmd,
