@@ -107,7 +107,10 @@ def test_stomp_network_losses_blamed_on_broker(reports_root, backend_kind, scena
     assert blame["agent"] == blame["fault"] == 0 and blame["broker"] > 0, f"blamed {blame}: {res.run_dir}"
     assert blame["broker"] + len(gaps) == lost, f"lost {lost}, blamed {blame}: {res.run_dir}"
     agent_gate = judge(res.run_dir, gate="agent")
-    assert agent_gate.check("at_least_once").status == "pass", agent_gate.message()
+    # an unseen loss leaves the agent gate inconclusive (issue 42), never a pass nor the agent's fail
+    want = "unknown" if gaps else "pass"
+    assert agent_gate.check("at_least_once").status == want, agent_gate.message()
+    assert "WARNING (broker race, not gated)" in agent_gate.message(), agent_gate.message()
     assert judge(res.run_dir).verdict == "fail"  # the default gate counts every anomaly (and is kept)
 
 

@@ -59,6 +59,7 @@ def cmd_run_scenario(args: argparse.Namespace) -> int:
     from harness.faults.schedule import load_schedule
     from harness.report.html import headline
     from harness.topology import load_topology
+    from harness.verdict.races import default_gate
 
     topology = load_topology(args.topology)
     schedule = load_schedule(args.schedule) if args.schedule else None
@@ -77,7 +78,7 @@ def cmd_run_scenario(args: argparse.Namespace) -> int:
         reports=Path(args.reports),
         backend=args.backend,
         schedule=schedule,
-        gate=args.gate,
+        gate=default_gate(args.gate, args.agent_cmd),  # an agent's release: its own losses fail
         fleet=args.fleet,
     )
     note(args, args.scenario, out.verdict, out.result.run_dir, "\n".join(out.reasons))

@@ -42,6 +42,10 @@ EXAMPLES = {
 
 
 GATE_HELP = "all (default): every anomaly fails; agent: only those blamed on the agent (broker findings warn)"
+RUN_GATE_HELP = (
+    "all: every anomaly fails; agent: only those blamed on the agent, or unknown (broker findings and "
+    "races warn, with their measured rate); default: agent with --agent-cmd, else all"
+)
 
 
 FLEET_HELP = "N agents per group (a fleet: docs/fleet.md)"
@@ -123,7 +127,7 @@ def _add_runs(add: Add, sub: Any) -> None:
         help=f"mb.publisher.timeout in s ({own} 900)",
     )
     r.add_argument("--reports", default="reports")
-    r.add_argument("--gate", default=None, choices=["all", "agent"], help=GATE_HELP)
+    r.add_argument("--gate", default=None, choices=["all", "agent"], help=RUN_GATE_HELP)
     r.add_argument("--fleet", type=positive(int), default=None, help=FLEET_HELP)
     r.add_argument("--rounds", type=positive(int), default=1, help=ROUNDS_HELP)
 

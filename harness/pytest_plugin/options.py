@@ -44,9 +44,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("bfh_reports", "folder for run folders and the session report (default: reports/)", "reports"),
     Option(
         "bfh_gate",
-        "anomalies that fail a scenario: all (default) or agent (only those blamed on the agent; "
-        "broker findings are listed as warnings); saved in run.json",
-        "all",
+        "anomalies that fail a scenario: all or agent (only those blamed on the agent, and the "
+        "unknown; broker findings and races are listed as warnings); default: agent when an agent "
+        "command is gated (--bfh-agent-cmd/-only), all for the reference agent and --bfh-topology; "
+        "saved in run.json",
+        None,
         ("all", "agent"),
     ),
     Option(
@@ -150,6 +152,14 @@ def _split(text: str | None) -> tuple[str, ...]:
     return tuple(n.strip() for n in (text or "").split(",") if n.strip())
 
 
+def _gate(gate: str | None, agent: str | None, topology: str | None) -> str:
+    """The gate asked for; else `agent` for a gated agent command, `all` for the reference agent
+    and for a topology's validation (the broker is the thing under test there)."""
+    from harness.verdict.races import default_gate
+
+    return default_gate(gate, None if topology else agent)
+
+
 def settings(config: pytest.Config) -> Settings:
     """The session's Settings, read on first use and kept in config.stash."""
     if SETTINGS in config.stash:
@@ -165,7 +175,7 @@ def settings(config: pytest.Config) -> Settings:
         catalog=bool(v["bfh_catalog"]),
         backend=str(v["bfh_backend"]),
         reports=str(v["bfh_reports"]),
-        gate=str(v["bfh_gate"]),
+        gate=_gate(v["bfh_gate"], next(iter(both), None), v["bfh_topology"]),
         topology=v["bfh_topology"],
         faults=_split(v["bfh_faults"]) or None,
         fleet=v["bfh_fleet"],

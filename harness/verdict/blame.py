@@ -163,6 +163,12 @@ def _missing(
     if not later:
         return "agent", [f"not subscribed at {t:.3f} and never resubscribed after"]
     back = later[0]
+    if not any(s.start <= t for s in subs):
+        # no session of this subscription existed yet, so no broker held the message for it (e.g.
+        # no_connect_timeout stuck on a black hole while the publisher went on)
+        return "agent", [
+            f"first subscribed at {back.start:.3f}, after the message was acknowledged at {t:.3f}"
+        ]
     if not back.durable or not r.get("durable", True):
         return "agent", [
             f"not subscribed at {t:.3f}; resubscribed at {back.start:.3f} without a durable session"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.verdict import blame as blaming
-from harness.verdict import evidence, overload
+from harness.verdict import evidence, overload, races
 from harness.verdict.checks import PROMISES, Check
 from harness.verdict.checks.applicable import PROMISE as APPLICABLE
 from harness.verdict.view import RunView, VerdictError
@@ -55,6 +55,8 @@ class Verdict:
     blame: dict[str, dict[str, int]] = field(default_factory=dict)  # class -> blame -> count
     #: allowed|breaks -> class -> count: what the contract allows apart from what breaks it
     contract: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: the broker-blamed losses by known race, with evidence and measured rate (races.py)
+    findings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -83,6 +85,8 @@ class Verdict:
             ev = "; ".join(_evidence_line(e) for e in c.evidence[:3])
             where = f" [fault {c.fault}]" if c.fault else ""
             lines.append(f"  {tag} {c.promise}: {c.count} — {c.detail}{where}; e.g. {ev}")
+        tag = "WARNING (broker race, not gated)" if self.gate == "agent" else "broker race"
+        lines += [f"  {tag} {races.finding_line(f)}" for f in self.findings]
         if blamed := self.blame_line():
             lines.append(f"  blame: {blamed}")
         if allowed := self.allowed_line():
@@ -208,11 +212,7 @@ def judge(
         raise VerdictError(f"{v.run_dir}: blame failed ({type(e).__name__}: {e})".splitlines()[0]) from None
     # a timing promise the measured overload explains is inconclusive, not the agent's (overload.py)
     checks, overloaded = overload.apply(v, checks, list(gates))
-    warnings: list[str] = []
-    if gate == "agent":
-        checks = [_agent_only(c, blamed) if c.promise == "at_least_once" else c for c in checks]
-        warnings = [c.promise for c in checks if c.promise in BROKER_PROMISES and c.status == "fail"]
-        gates = [g for g in gates if g not in BROKER_PROMISES]
+    checks, gates, warnings = _apply_gate(gate, checks, list(gates), blamed)
     if refused:
         checks = [Check(c.promise, "n/a", detail="not applicable: " + refused) for c in checks]
     broken = [c.promise for c in checks if c.status == "fail" and c.promise in gates]
@@ -233,6 +233,7 @@ def judge(
         warnings,
         blaming.counts(blamed),
         blaming.contract(blamed),
+        races.findings(blamed),
     )
     try:  # written only now that every check is done: blame.parquet, then verdict.json
         if blamed:
@@ -247,20 +248,39 @@ def judge(
     return out
 
 
+def _apply_gate(
+    gate: str, checks: list[Check], gates: list[str], blamed: list[blaming.Blamed]
+) -> tuple[list[Check], list[str], list[str]]:
+    """`agent`: at_least_once counts the agent's losses only, the broker promises become warnings."""
+    if gate != "agent":
+        return checks, gates, []
+    checks = [_agent_only(c, blamed) if c.promise == "at_least_once" else c for c in checks]
+    warnings = [c.promise for c in checks if c.promise in BROKER_PROMISES and c.status == "fail"]
+    return checks, [g for g in gates if g not in BROKER_PROMISES], warnings
+
+
 def _agent_only(c: Check, blamed: list[blaming.Blamed]) -> Check:
-    """at_least_once under `--gate agent`: only the lost deliveries blamed on the agent count."""
+    """at_least_once under `--gate agent`: the lost deliveries blamed on the agent fail it; those
+    whose blame is `unknown` (an observer gap) leave it inconclusive, never a pass."""
     lost = [b for b in blamed if b.status == "lost"]
     mine = [b for b in lost if b.blame == "agent"]
     others = ", ".join(f"{k}={n}" for k, n in sorted(Counter(b.blame for b in lost).items()) if k != "agent")
     note = f"gate agent: {len(mine)} of {len(lost)} lost blamed on the agent" + (
         f" ({others})" if others else ""
     )
+    unsure = [b for b in lost if b.blame == "unknown"]
+    if not mine and unsure and c.status == "fail":
+        return Check(c.promise, "unknown", len(unsure), _rows(unsure), c.fault, note + ": inconclusive")
     if not mine:
         return Check(c.promise, "pass" if c.status != "n/a" else "n/a", detail=note)
-    ev = [
-        {"msg_id": b.msg_id, "agent": b.subscriber, "ts": b.ts, "what": "; ".join(b.evidence)} for b in mine
+    return Check(c.promise, "fail", len(mine), _rows(mine), c.fault, note, "agent")
+
+
+def _rows(rows: list[blaming.Blamed]) -> list[dict[str, Any]]:
+    return [
+        {"msg_id": b.msg_id, "agent": b.subscriber, "ts": b.ts, "what": "; ".join(b.evidence)}
+        for b in rows[:5]
     ]
-    return Check(c.promise, "fail", len(mine), ev[:5], c.fault, note, "agent")
 
 
 def _write(v: RunView, verdict: Verdict) -> None:
@@ -277,6 +297,7 @@ def _write(v: RunView, verdict: Verdict) -> None:
         warnings=[c.to_dict() for c in verdict.checks if c.promise in verdict.warnings],
         blame=verdict.blame,
         contract=verdict.contract,
+        broker_races=verdict.findings,
     )
     if verdict.note:
         out["note"] = verdict.note
