@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 LOAD_FILE = "load.jsonl"
-#: a sample whose delay is at least this is an overloaded moment (idle and beside `stress-ng --cpu
-#: 2` the probe's worst oversleep of a 0.1 s sleep is ~4 ms: wake-ups are cheap on a busy machine)
+#: a sample whose delay is at least this is an overloaded moment (the probe's worst oversleep of a
+#: 0.1 s sleep: ~4 ms idle, 20-80 ms beside `stress-ng --cpu 2|8|32`: wake-ups stay cheap on a
+#: CPU-bound machine; half a second is a stall)
 OVERLOADED_S = 0.5
 #: a broker that accepted but sent nothing within this is recorded with this value: paused, or
 #: frozen; the run summary counts these apart (only the verdict knows the faults' windows)
