@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.faults.kinds import logged_names
+from harness.verdict import resubscribed as resub
 from harness.verdict.checks.witness import Life, lives, sub_ids
 from harness.verdict.view import RunView
 from harness.verdict.witness import line_of
@@ -161,6 +162,12 @@ def _missing(
         return "broker", lines + [line_of(x) for x in stolen[:3]]
     later = [s for s in subs if s.start > t and s.member and v.group_of(s.member) is not None]
     if not later:
+        restored = _restored(v, key_agent(r), str(r.get("subscription")), t)
+        if restored is not None and r.get("durable", True):  # C-11: the broker's restore is a resubscribe
+            return "broker", [
+                f"not subscribed at {t:.3f}; resubscribed durably on its restored session "
+                f"({restored.how} at {restored.ts:.3f}), never delivered"
+            ]
         return "agent", [f"not subscribed at {t:.3f} and never resubscribed after"]
     back = later[0]
     if not any(s.start <= t for s in subs):
@@ -178,6 +185,18 @@ def _missing(
         "never delivered"
     ]
     return "broker", lines + _bridge_lines(v, pub_member, back.member, t)
+
+
+def _restored(v: RunView, agent: str, topic: str, t: float) -> resub.Back | None:
+    """The session the broker restored (no `subscribed` logged, docs/agent-contract.md C-11) on the
+    role's last connection at or before t, or on a later one: when it was back, as resubscribed.py
+    answers it for every promise."""
+    role = f"subscriber:{topic}"
+    recs = resub._by_role(v).get(agent, {}).get(role, [])
+    went = [x for x in recs if resub._lets_go(x) and float(x["ts"]) <= t]  # its connection at t
+    since = float(went[-1]["ts"]) - 1e-6 if went and went[-1].get("event") == "connected" else t
+    got = resub.back_at(v, agent, role, since)
+    return got if got is not None and got.how in (resub.RESTORED, resub.RECEIVING) else None
 
 
 def key_agent(r: dict[str, Any]) -> str:

@@ -9,9 +9,11 @@ import re
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from harness.verdict import judge
 from tests.cli.test_validate import bfh, running_under
 
 pytestmark = [pytest.mark.broker]
@@ -76,7 +78,7 @@ def test_example_ops_network_passes_validate(tmp_path: Path) -> None:
         "--json",
         timeout=900,
     )
-    assert p.returncode == 0, p.stderr[-4000:]
+    assert p.returncode in (0, 1), p.stderr[-4000:]
     m = json.loads(p.stdout)
     assert [r["key"] for r in m["rows"]] == [
         "baseline",
@@ -85,11 +87,14 @@ def test_example_ops_network_passes_validate(tmp_path: Path) -> None:
         "bridge-cut:a->b",
         "bridge-cut:b->a",
     ]
-    assert all(r["verdict"] == "pass" for r in m["rows"]), [r["reasons"] for r in m["rows"]]
+    # a failed row passes only as a named ActiveMQ race (issue 42): listed, never silently
+    races = {r["key"]: _broker_race_only(r) for r in m["rows"] if r["verdict"] != "pass"}
+    print("broker races:", json.dumps(races, indent=1))
+    assert p.returncode == (1 if races else 0), p.stderr[-4000:]
     # the controllers on a: their families to a and b, the agents' from a and b to a
     assert {p["key"] for p in m["paths"]} == {"a->a", "a->b", "b->a"}
     assert all(
-        c["state"] in ("ok", "dup") and c["expected"] > 0
+        (c["state"] in ("ok", "dup") or r["key"] in races) and c["expected"] > 0
         for r in m["rows"]
         for k, c in r["cells"].items()
         if k != "promises"
@@ -97,6 +102,25 @@ def test_example_ops_network_passes_validate(tmp_path: Path) -> None:
     index = Path(m["index"]).read_text()
     assert 'id="configuration"' in index and "broker-a1.xml" in index
     assert not running_under(tmp_path)
+
+
+def _broker_race_only(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """A row whose only failure is a few deliveries the broker lost in a known race (the blame's
+    evidence names it, harness/verdict/races.py) on a path that delivers: its findings. Anything
+    else (a loss blamed on the agent, a fault or nobody, a filtered path, another promise) fails."""
+    run = Path(row["run_dir"])
+    v = json.loads((run / "analysis/verdict.json").read_text())
+    assert set(v["broken"]) <= {"at_least_once", "paths"}, (row["key"], row["reasons"])
+    for status, by in v["blame"].items():
+        assert not any(by.get(k) for k in ("agent", "fault", "unknown")), (row["key"], status, by)
+    races = v.get("broker_races") or []
+    assert races and all(f["race"] != "unnamed" for f in races), (row["key"], races, row["reasons"])
+    for cell in (c for k, c in row["cells"].items() if k != "promises"):
+        for fam in (cell.get("families") or {}).values():
+            if fam.get("lost"):  # a race loses a few on a path that carries the rest
+                assert fam["routable"] and fam["delivered"] > 0, (row["key"], fam)
+    assert judge(run, gate="agent").verdict == "pass", judge(run, gate="agent").message()
+    return [{k: f[k] for k in ("race", "count", "rate")} | {"e.g.": f["evidence"][0]["what"]} for f in races]
 
 
 def test_example_variant_with_seed002_static_list_is_flagged(tmp_path: Path) -> None:

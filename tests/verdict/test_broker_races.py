@@ -69,6 +69,23 @@ def test_a_durable_session_away_then_back_is_the_brokers():
     assert _blame(clean, t=10.0)[0] == "agent"  # back without a durable session
 
 
+def test_a_session_the_broker_restored_counts_as_resubscribed():
+    """C-11: a subscriber back on its restored durable session (no `subscribed` logged; in a run
+    without the broker witness: reconnected and receiving) lost what the broker should have kept."""
+    recs = [
+        r(1.0, "connected", role="subscriber:t/#", broker=A),
+        r(1.1, "subscribed", topic="t/#", broker=A, durable=True),
+        r(5.0, "disconnected", role="subscriber:t/#", broker=A, reason="connection_lost"),
+        r(12.0, "connected", role="subscriber:t/#", broker=B),
+        r(13.0, "received", subscription="t/#", msg_id="m2"),
+    ]
+    blame, lines = _blame(recs, t=10.0)  # away at the ack, restored after
+    assert blame == "broker" and "restored session" in lines[0], lines
+    assert race_of(lines).name == "durable-backlog"
+    assert _blame(recs, t=12.5)[0] == "broker"  # acknowledged while the restored session stood
+    assert _blame(recs[:4], t=10.0)[0] == "agent"  # reconnected, never receiving: not back
+
+
 def test_race_named_from_evidence_in_order():
     assert race_of(["bridge race across the network: x", "Stealing link y"]).name == "bridge-demand"
     assert race_of(
