@@ -1,0 +1,46 @@
+"""A real run re-judged from disk under both gates (issue 42 item 5): `no_connect_timeout` on
+`ordering` (tests/fixtures/broker_race/, cut like tests/fixtures/rejudge/). Its 74 losses are the
+broker's (its durable subscriptions were granted on pair-1 before the kill, back on pair-2 0.3 s
+after the publisher's first publication: docs/verdict.md "Broker races"); the agent's own defect,
+connect_timeout, fails it under either gate."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from harness.cli.main import main as bfh
+from harness.verdict import judge
+
+RUN = (
+    Path(__file__).resolve().parent.parent
+    / "fixtures"
+    / "broker_race"
+    / ("20261127-135657-no_connect_timeout-ordering-72d5")
+)
+
+
+def _copy(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(RUN, tmp_path / RUN.name))
+
+
+def test_strict_gate_counts_the_brokers_losses(tmp_path: Path) -> None:
+    v = judge(_copy(tmp_path), gate="all")
+    assert (v.verdict, sorted(v.broken)) == ("fail", ["at_least_once", "connect_timeout"]), v.message()
+    assert v.blame["lost"]["broker"] == 74 and v.blame["lost"]["agent"] == 0, v.blame
+    assert [(f["race"], f["count"]) for f in v.findings] == [("durable-backlog", 74)]
+    assert "  broker race durable-backlog: 74 lost by the broker" in v.message()
+
+
+def test_agent_gate_fails_only_the_agents_own_promise(tmp_path: Path, capsys) -> None:
+    run = _copy(tmp_path)
+    assert bfh(["judge", str(run), "--gate", "agent"]) == 1
+    cap = capsys.readouterr()
+    out = cap.out + cap.err
+    assert "WARNING (broker race, not gated) durable-backlog: 74 lost" in out and "measured: " in out, out
+    v = json.loads((run / "analysis" / "verdict.json").read_text())
+    assert (v["gate"], v["broken"]) == ("agent", ["connect_timeout"]), v["broken"]
+    alo = next(c for c in v["checks"] if c["promise"] == "at_least_once")
+    assert alo["status"] == "pass" and "0 of 74 lost blamed on the agent (broker=74)" in alo["detail"]
+    assert v["broker_races"][0]["evidence"][0]["what"].startswith("not subscribed at ")
