@@ -82,6 +82,10 @@ UNNAMED = Race("unnamed", "a loss blamed on the broker that names no known race"
 LOSSES = ("lost", "missed")
 
 
+class BrokerRace(UserWarning):
+    """A passing agent gate's broker race (pytest's warnings summary lists it with its rate)."""
+
+
 class BlamedRow(Protocol):
     msg_id: str
     subscriber: str

@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
+from harness.pytest_plugin.conformance.test_catalog import warn_broker_races
 from harness.verdict import RunView
 from harness.verdict import blame as blaming
 from harness.verdict.checks import Check
 from harness.verdict.checks.witness import lives
 from harness.verdict.judge import Verdict, _agent_only
-from harness.verdict.races import KNOWN, UNNAMED, default_gate, findings, race_of
+from harness.verdict.races import KNOWN, UNNAMED, BrokerRace, default_gate, findings, race_of
 
 A, B = "127.0.0.1:1001", "127.0.0.1:1002"
 RUN = {
@@ -144,3 +145,11 @@ def test_message_lists_broker_races_as_warnings_under_the_agent_gate(tmp_path: P
 )
 def test_default_gate(gate, agent_cmd, expected):
     assert default_gate(gate, agent_cmd) == expected
+
+
+def test_a_passing_agent_gate_warns_each_broker_race(tmp_path: Path):
+    v = Verdict("pass", [], [], tmp_path, gate="agent", findings=findings([_row("broker"), _row("broker")]))
+    with pytest.warns(
+        BrokerRace, match=r"masterslave: durable-reactivation: 2 lost by the broker .*measured: "
+    ):
+        warn_broker_races(v, "masterslave")

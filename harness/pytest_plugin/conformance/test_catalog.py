@@ -10,6 +10,7 @@ by name (`--bfh-scenarios masterslave,pause-master`).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 
 from harness.catalog import scenarios as catalog
 from harness.run import rounds
-from harness.verdict import Verdict, judge, overload
+from harness.verdict import Verdict, judge, overload, races
 
 
 def assert_verdict(result: Any, what: str) -> Verdict:
@@ -31,7 +32,14 @@ def assert_verdict(result: Any, what: str) -> Verdict:
     if v.verdict == "unknown" and overload.RERUN in v.note:  # inconclusive, not the agent's (exit 2)
         pytest.skip(v.message(what))
     assert v.verdict in ("pass", "n/a"), v.message(what)  # never a fail, nor unknown (a checker crashed)
+    warn_broker_races(v, what)
     return v
+
+
+def warn_broker_races(v: Verdict, what: str) -> None:
+    """A broker race the agent gate did not count: in pytest's warnings summary, never silent."""
+    for f in v.findings:
+        warnings.warn(races.BrokerRace(f"{what}: {races.finding_line(f)}; {v.run_dir}"), stacklevel=3)
 
 
 def entry_id(sc: catalog.Scenario) -> str:
