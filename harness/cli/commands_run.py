@@ -26,6 +26,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.report.console import print_summary
     from harness.run.runner import execute
     from harness.topology import load_topology
+    from harness.verdict.races import default_gate
 
     topology = load_topology(args.topology)
     schedule = load_schedule(args.schedule)
@@ -42,8 +43,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         timeout_s=900 if args.publisher_timeout is None else args.publisher_timeout,
         command=args.agent_cmd,
     )
+    gate = default_gate(args.gate, args.agent_cmd)  # saved in run.json: a re-judge agrees
+    scenario = {"name": "run", "params": {"gate": gate}} if gate != "all" else None
     result = execute(
-        topology, agents, schedule, label="run", reports=Path(args.reports), backend=args.backend
+        topology,
+        agents,
+        schedule,
+        label="run",
+        reports=Path(args.reports),
+        backend=args.backend,
+        scenario=scenario,
     )
     assert result.summary is not None and result.verdict is not None
     note(args, "run", result.verdict.verdict, result.run_dir, result.verdict.message("run"))
