@@ -17,7 +17,8 @@ esac
 DEMO_PKGS=(openjdk-17-jre-headless activemq libmqtt-client-java libhawtdispatch-java)
 # openjdk-17-jdk-headless, libactivemq-java and libjackson2-databind-java build the Java OpenWire
 # agent (docs/install.md); chromium and mmdebstrap are the tests' only
-TEST_PKGS=(openjdk-17-jdk-headless libactivemq-java libjackson2-databind-java chromium mmdebstrap)
+# stress-ng is the CPU hog of the flake hunt (scripts/flakehunt.sh --hog).
+TEST_PKGS=(openjdk-17-jdk-headless libactivemq-java libjackson2-databind-java chromium mmdebstrap stress-ng)
 APT_PKGS=("${DEMO_PKGS[@]}")
 if [ "$PROFILE" = full ]; then
   APT_PKGS+=("${TEST_PKGS[@]}")

@@ -4,11 +4,13 @@ States: connecting (its first URL a black hole and a 30 s connect timeout, so ev
 a handshake), connected (subscribed and publishing), backing off (no broker listening, a 5 s
 backoff), publishing into a paused (SIGSTOPped) master with a keepalive long enough that the link
 is still held. The measured times are in docs/flakes.md; BFH_SHUTDOWN_SAMPLES=5 takes five per
-state (the bound holds for each); BFH_SHUTDOWN_AGENT_CMD measures another agent command.
+state (the bound holds for each); BFH_SHUTDOWN_AGENT_CMD measures another agent command;
+BFH_SHUTDOWN_RECORD=FILE appends each measurement to FILE (JSON Lines).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import time
@@ -27,6 +29,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.timeout(300)]
 BOUND_S = 2.0
 SAMPLES = int(os.environ.get("BFH_SHUTDOWN_SAMPLES", "1"))
 COMMAND = os.environ.get("BFH_SHUTDOWN_AGENT_CMD", REFERENCE)  # to measure another agent build
+RECORD = os.environ.get("BFH_SHUTDOWN_RECORD")  # a JSON Lines file: one line per measurement
 ROLES = 3  # two subscribers and the publisher
 
 
@@ -141,6 +144,11 @@ def test_sigterm_exits_within_bound_in_every_state(
             if ag.alive():
                 ag.kill()
             undo()
+    if RECORD:
+        with open(RECORD, "a", encoding="utf-8") as f:
+            for t in times:
+                row = {"protocol": protocol, "state": state, "s": round(t, 3), "cmd": COMMAND}
+                f.write(json.dumps(row) + "\n")
     shown = [round(t, 2) for t in times]
     print(f"shutdown {protocol} {state}: median {statistics.median(times):.2f} s of {shown}")
     assert max(times) < BOUND_S, (
