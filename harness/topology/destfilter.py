@@ -10,10 +10,10 @@ checks demand against; each forwarded message is checked again by its own topic.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from harness.topology.parts import Destination
+from harness.topology.parts import DEST_LISTS, Bridge, Destination
 
 ADVISORY_PREFIX = "ActiveMQ.Advisory.Consumer."  # AdvisorySupport.CONSUMER_ADVISORY_TOPIC_PREFIX
 
@@ -176,3 +176,29 @@ def crossing(lists: Lists, sub: str, events: Sequence[str]) -> Crossing:
         file, line = lists.static_where
         return Crossing(Block(lists.bridge, "staticBridge", "true", file, line))
     return Crossing(demand_refused(lists, sub) or per_message)
+
+
+def locate(
+    bridges: Sequence[Bridge], source: str, line_of: Callable[[tuple[str | int, ...]], int | None]
+) -> list[Bridge]:
+    """YAML bridges with the topology file and line of each destination list entry and routing
+    attribute, which the warnings cite (an imported activemq.xml's carry theirs already)."""
+    out = []
+    for i, b in enumerate(bridges):
+        update: dict[str, object] = {}
+        for name in DEST_LISTS:
+            entries = getattr(b, name)
+            if entries and entries[0].file is None:
+                update[name] = [
+                    d.model_copy(update={"file": source, "line": line_of(("bridges", i, name, j))})
+                    for j, d in enumerate(entries)
+                ]
+        origin = {
+            k: f"{source}:{line_of(('bridges', i, 'attributes', k))}"
+            for k in ("destinationFilter", "staticBridge")
+            if k in b.attributes and k not in b.origin
+        }
+        if origin:
+            update["origin"] = {**b.origin, **origin}
+        out.append(b.model_copy(update=update) if update else b)
+    return out

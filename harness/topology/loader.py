@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.topology import yamlsafe
 from harness.topology.amqxml import ParseFailure, check_text
+from harness.topology.destfilter import locate
 from harness.topology.files import InputFileError, check_input, expand, read_text
 from harness.topology.imported import import_configs
 from harness.topology.model import (
@@ -325,6 +326,8 @@ def loads_topology(text: str, source: str = "<topology>", base_dir: Path | None 
         _resolve_files(data, base_dir)
     lines.problems += _file_problems(data, lines)
     topology = parse_topology(data, source, lines)
+    bridges = locate(topology.bridges, source, lines.line_of)  # the file:line path warnings cite
+    topology = topology.model_copy(update={"bridges": bridges})
     if any(g.config for g in topology.groups):
         # checks the files; errors raise here
         topology = import_configs(topology, source)

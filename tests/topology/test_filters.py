@@ -123,3 +123,23 @@ def test_yaml_lists_render_as_network_connector_children(tmp_path: Path) -> None
         "excludedDestinations": [("topic", "topology.>")],
         "dynamicallyIncludedDestinations": [("topic", "instance.>"), ("queue", "jobs.*")],
     }
+
+
+def test_yaml_lists_are_cited_with_their_line(tmp_path: Path) -> None:
+    f = tmp_path / "t.yaml"
+    f.write_text(
+        "name: t\n"
+        "groups: [{name: hub}, {name: east}]\n"
+        "bridges:\n"
+        "  - from: east\n"
+        "    to: hub\n"
+        "    duplex: true\n"
+        "    excluded_destinations:\n"
+        "      - instance.>\n"
+        "      - topology.>\n"
+    )
+    bad = {p.family: p for p in predict_traffic(load_topology(f)) if not p.routable}
+    assert set(bad) == {"topology", "instance-notifier", "instance-status"}
+    block = bad["topology"].blocked_by
+    assert block and (block.file, block.line, block.pattern) == (str(f), 9, "topology.>")
+    assert "t.yaml:9)" in bad["topology"].why
