@@ -157,7 +157,7 @@ def _missing(
             # consumer, while the old connection's late deactivation left it dispatching nothing
             lines = [f"a consumer existed on {where}; acknowledged by {pub_member} at {t:.3f}, not delivered"]
             lines += [line_of(x) for x in stolen[:3]] if ids else []  # unknown ids: any client's steal
-            return "broker", lines + _bridge_lines(v, pub_member, live.member, t)
+            return "broker", lines + _bridge_lines(v, pub_member, live.member, t, dest)
         lines = [f"granted subscription with no consumer on {where} at {t:.3f}"]
         return "broker", lines + [line_of(x) for x in stolen[:3]]
     later = [s for s in subs if s.start > t and s.member and v.group_of(s.member) is not None]
@@ -184,7 +184,7 @@ def _missing(
         f"not subscribed at {t:.3f}; resubscribed durably on {back.member} at {back.start:.3f}, "
         "never delivered"
     ]
-    return "broker", lines + _bridge_lines(v, pub_member, back.member, t)
+    return "broker", lines + _bridge_lines(v, pub_member, back.member, t, dest)
 
 
 def _restored(v: RunView, agent: str, topic: str, t: float) -> resub.Back | None:
@@ -203,16 +203,49 @@ def key_agent(r: dict[str, Any]) -> str:
     return str(r.get("subscriber"))
 
 
-def _bridge_lines(v: RunView, pub: str | None, sub: str | None, t: float) -> list[str]:
-    """Across a network (publisher and subscriber on different groups): the bridge events around t."""
+def _bridge_lines(v: RunView, pub: str | None, sub: str | None, t: float, dest: str) -> list[str]:
+    """Across a network (publisher and subscriber on different groups): the bridge events around t,
+    and whether the publisher's member had the bridge's demand (a network consumer) for it then."""
     if not pub or not sub or v.group_of(pub) == v.group_of(sub):
         return []
     kinds = (ev.BRIDGE_ESTABLISHED, ev.BRIDGE_FAILED, ev.BRIDGE_STOPPED)
     near = [x for k in kinds for x in v.witness.log_events(k, None, t - 15.0, t + 15.0)]
     near.sort(key=lambda x: float(x["ts"]))
-    return ["bridge race across the network: " + (line_of(near[0]) if near else "no bridge event near")] + [
-        line_of(x) for x in near[1:4]
-    ]
+    first = "bridge race across the network: " + (line_of(near[0]) if near else "no bridge event near")
+    return [first, *_demand_line(v, pub, t, dest), *(line_of(x) for x in near[1:4])]
+
+
+def _demand_line(v: RunView, pub: str, t: float, dest: str) -> list[str]:
+    """The bridge's demand for dest on the member that acknowledged the message: a message a new
+    master accepts before its bridge registered the remote consumers is forwarded nowhere."""
+    w = v.witness
+    if not w.advisory or w.in_gap(pub, t):
+        return []
+    since = max((s for s in w.member(pub).started if s <= t), default=float("-inf"))  # its mastership
+    added = _network_demand(v).get((pub, dest), [])
+    if any(since <= a <= t for a, _ in added):
+        return [f"the bridge's demand for {dest} existed on {pub} at {t:.3f}"]
+    later = [(a, rec) for a, rec in added if a > t]
+    if not later:
+        return [f"no bridge demand for {dest} on {pub} at {t:.3f}"]
+    a, rec = later[0]
+    seen = " (first seen in the observer's replay: it may be older)" if rec.get("snapshot") else ""
+    late = f"its network consumer came {a - t:.3f} s after{seen}"
+    return [f"no bridge demand for {dest} on {pub} at {t:.3f}: {late}"]
+
+
+def _network_demand(v: RunView) -> dict[tuple[str, str], list[tuple[float, dict[str, Any]]]]:
+    """(member, destination) -> the bridges' consumers added there (advisories marked `network`),
+    in time order: indexed once per run (the witness view leaves network consumers out)."""
+    cached = v.__dict__.get("_blame_network_demand")
+    if cached is None:
+        cached = {}
+        for r in v.broker_events:
+            if r.get("event") == ev.CONSUMER_ADDED and r.get("network"):
+                key = (str(r.get("broker")), str(r.get("destination")))
+                cached.setdefault(key, []).append((float(r["ts"]), r))
+        v.__dict__["_blame_network_demand"] = cached
+    return cached
 
 
 def counts(rows: list[Blamed]) -> dict[str, dict[str, int]]:

@@ -153,3 +153,28 @@ def test_a_passing_agent_gate_warns_each_broker_race(tmp_path: Path):
         BrokerRace, match=r"masterslave: durable-reactivation: 2 lost by the broker .*measured: "
     ):
         warn_broker_races(v, "masterslave")
+
+
+def test_a_message_the_new_master_took_before_its_bridge_demand():
+    """Across a network: the publisher's new master had no network consumer for the destination
+    when it acknowledged the message (examples/ops kill:b, issue 42)."""
+    v = RunView(Path("/nonexistent"), {"totals": {}}, RUN, {"a": []}, [])
+    v.__dict__["broker_events"] = [
+        {"ts": 9.9, "event": "observer_gap_start", "broker": "b-2"},
+        {"ts": 10.0, "event": "broker_started", "broker": "b-2", "source": "log"},
+        {"ts": 10.05, "event": "observer_gap_end", "broker": "b-2"},
+        {"ts": 10.3, "event": "consumer_added", "broker": "b-2", "destination": "t.>", "network": True},
+        {"ts": 10.3, "event": "consumer_added", "broker": "b-2", "destination": "u.>", "network": False},
+    ]
+    late = blaming._demand_line(v, "b-2", 10.2, "t.>")
+    assert late == ["no bridge demand for t.> on b-2 at 10.200: its network consumer came 0.100 s after"]
+    assert race_of(["a consumer existed on a-1", "bridge race across the network: x", *late]).name == (
+        "bridge-demand"
+    )
+    there = blaming._demand_line(v, "b-2", 10.4, "t.>")
+    assert there == ["the bridge's demand for t.> existed on b-2 at 10.400"]
+    assert race_of(["a consumer existed on a-1", "bridge race across the network: x", *there]) is UNNAMED
+    never = blaming._demand_line(v, "b-2", 10.4, "u.>")
+    assert never == ["no bridge demand for u.> on b-2 at 10.400"]  # e.g. a filter: no race named
+    assert race_of(["a consumer existed on a-1", "bridge race across the network: x", *never]) is UNNAMED
+    assert blaming._demand_line(v, "b-2", 10.02, "t.>") == []  # the observer's gap: nothing said
