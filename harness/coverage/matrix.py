@@ -120,9 +120,9 @@ def _column(key: str, preds: list[PathPrediction]) -> dict[str, Any]:
         "key": key,
         "path": preds[0].label,
         "must": must,
-        "routable": all(p.routable for p in preds if p.must != "none") if must != "none" else False,
+        "routable": any(p.routable for p in preds if p.must != "none"),  # some family crosses
         "hops": first.hops,
-        "why": first.why,
+        "why": "\n".join(dict.fromkeys(f"{p.family}: {p.why}" if p.family else p.why for p in preds)),
         "families": [
             {
                 "family": p.family,
@@ -263,7 +263,14 @@ def html_matrix(m: dict[str, Any], index: Path) -> dict[str, Any]:
         cells = {k: {**c, "title": _title(c)} for k, c in r["cells"].items()}
         rows.append({**r, "href": href, "cells": cells})
     cols = [
-        {**p, "families_text": ", ".join(f["family"] for f in p.get("families", []) if f["must"] != "none")}
+        {
+            **p,
+            "families_text": ", ".join(
+                f["family"] + ("" if f["routable"] else " (blocked)")
+                for f in p.get("families", [])
+                if f["must"] != "none"
+            ),
+        }
         for p in m["paths"]
     ]
     cols.append({"key": "promises", "path": "other promises"})
