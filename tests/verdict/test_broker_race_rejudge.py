@@ -10,6 +10,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from harness.cli.main import main as bfh
 from harness.verdict import judge
 
@@ -44,3 +46,14 @@ def test_agent_gate_fails_only_the_agents_own_promise(tmp_path: Path, capsys) ->
     alo = next(c for c in v["checks"] if c["promise"] == "at_least_once")
     assert alo["status"] == "pass" and "0 of 74 lost blamed on the agent (broker=74)" in alo["detail"]
     assert v["broker_races"][0]["evidence"][0]["what"].startswith("not subscribed at ")
+
+
+def test_the_ops_example_accepts_no_run_the_agent_broke(tmp_path: Path) -> None:
+    """tests/opsconf's check for a row that failed on a broker race only: this run also broke the
+    agent's connect_timeout, so it is refused (the example test stays able to fail)."""
+    from tests.opsconf.test_validate import _broker_race_only
+
+    run = _copy(tmp_path)
+    judge(run)  # verdict.json as `bfh validate` (gate all) leaves it
+    with pytest.raises(AssertionError):
+        _broker_race_only({"key": "kill:b", "run_dir": str(run), "reasons": [], "cells": {}})
