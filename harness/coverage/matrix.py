@@ -44,7 +44,7 @@ def _family_cell(p: PathPrediction, r: RowResult) -> dict[str, Any]:
         return {**base, **found, "state": "no_traffic", "text": "no traffic (not exercised)", "ok": ok}
     notes = sorted({k.split(":")[1] for k in found.get("blame", {}) if k.startswith(("lost:", "missed:"))})
     notes = notes if found["state"] == "lost" else []
-    if not p.routable and found["state"] != "ok":
+    if not p.routable and found["state"] not in ("ok", "quiet"):  # quiet: as predicted, and passes
         notes.append("not routable, predicted")
     text = describe(found) + (f" ({', '.join(notes)})" if notes else "")
     return {**base, **found, "text": text, "ok": bool(found["ok"]) if p.must != "report" else None}

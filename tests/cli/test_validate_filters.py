@@ -8,6 +8,7 @@ family on every path passes."""
 from __future__ import annotations
 
 import json
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -91,3 +92,26 @@ def test_a_filtered_family_fails_validate_by_name(tmp_path: Path, kind: str) -> 
         assert list_kind in text and "east.xml:" in text, text
     assert set(failed) - {f"{ARROW[k]} [{f}]" for k, f in blocked} == {"promises"}
     assert not running_under(tmp_path)
+
+
+def test_a_family_blocked_on_purpose_and_declared_so_passes(tmp_path: Path) -> None:
+    """The same exclusion, declared `deliver: false` for that family on that path: the flow is
+    watched best-effort and passes with nothing crossing; the other families still run."""
+    shutil.copytree(FIXTURES / "excluded", tmp_path / "t")
+    topo = tmp_path / "t" / "topology.yaml"
+    topo.write_text(
+        topo.read_text()
+        + "paths:\n  - {from: hub, to: east, family: topology, deliver: false}\n"
+        + "".join(f"  - {{from: {a}, to: {b}}}\n" for a, b in (("hub", "east"), ("east", "hub")))
+    )
+    p = bfh(
+        "validate", str(topo), "--faults", "baseline", "--json", "--reports", str(tmp_path / "r"), timeout=600
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    [row] = json.loads(p.stdout)["rows"]
+    topology = row["cells"]["hub->east"]["families"]["topology"]
+    assert topology["must"] == "not" and topology["state"] == "quiet" and topology["expected"] > 0, topology
+    assert topology["ok"] is True and topology["text"] == "ok (nothing crossed)"
+    tenant = row["cells"]["hub->east"]["families"]["tenant"]
+    assert tenant["must"] == "deliver" and tenant["state"] == "ok" and tenant["expected"] > 0, tenant
+    assert row["cells"]["promises"]["ok"] is True, row["reasons"]

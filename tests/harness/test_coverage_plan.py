@@ -219,3 +219,20 @@ def test_agents_publish_every_event_topic_and_the_fleet_copies_the_agents_subscr
     }
     assert all(s["qos"] == 1 and s["durable"] for s in east)
     assert specs["pub-west"].conf["mb.urls"] == "tcp://west-1:1883,tcp://west-2:1883"
+
+
+def test_a_forbidden_flow_where_nothing_crossed_is_ok(tmp_path: Path) -> None:
+    t = parse_topology({**TWO, "paths": [{"from": "b", "to": "a", "deliver": False}]}, "t")
+    preds = predict_traffic(t)
+    entries = workload.measured(t, preds)
+    assert {e["family"] for e in entries if e["must"] == "not"} == {"instance-status", "initializer"}
+    assert all(e["qos"] == 0 for e in entries if e["must"] == "not"), "b's publisher owes nothing to a"
+    cells = path_cells({"flows": []}, entries)
+    for c in cells:
+        if c["must"] == "not":
+            c.update(expected=20, state="quiet", ok=True)
+    [row] = plan_rows(t, ["baseline"], None)
+    m = build(Coverage(t, preds, [RowResult(row, tmp_path, "pass", cells=cells)]))
+    back = m["rows"][0]["cells"]["b->a"]
+    assert back["ok"] is True and back["text"] == "ok"
+    assert back["families"]["instance-status"]["text"] == "ok (nothing crossed)"
