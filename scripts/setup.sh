@@ -28,6 +28,8 @@ if [ "${2:-}" = --list ]; then
   exit 0
 fi
 
+# A runner doing unattended upgrades holds the dpkg lock: wait for it (10 min) instead of failing.
+APT=(apt-get -o DPkg::Lock::Timeout=600)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -38,8 +40,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
   else
     echo "setup: installing Debian packages: ${missing[*]}"
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    $SUDO apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+    $SUDO "${APT[@]}" update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO "${APT[@]}" install -y -q --no-install-recommends "${missing[@]}"
   fi
 fi
 
@@ -48,7 +50,7 @@ if [ "$PROFILE" = full ] && command -v docker >/dev/null && ! command -v docker-
   && ! docker compose version >/dev/null 2>&1; then
   echo "setup: installing Debian's docker-compose"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends docker-compose \
+  DEBIAN_FRONTEND=noninteractive $SUDO "${APT[@]}" install -y -q --no-install-recommends docker-compose \
     || echo "setup: docker-compose not installed; the compose test will be skipped"
 fi
 
