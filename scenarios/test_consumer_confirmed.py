@@ -1,7 +1,8 @@
 """consumer_confirmed (the broker's view of `subscribed`) names an agent that claims a subscription
-as it sends SUBSCRIBE (issue 35): `subscribed_on_send` on masterslave, pause-master and generated
-chaos (the first derandomized draw of scenarios/chaos.py, a kill of the master, pinned as a replay
-file). Its own log is consistent, so `subscription_confirmed` must not be what names it.
+as it sends SUBSCRIBE (issue 35): `subscribed_on_send` on masterslave, pause-master, subscribe-held
+(its SUBSCRIBE held seconds after its CONNECT, issue 41) and generated chaos (the first
+derandomized draw of scenarios/chaos.py, a kill of the master, pinned as a replay file). Its own
+log is consistent, so `subscription_confirmed` must not be what names it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ CHAOS = Path(__file__).parent / "schedules" / "chaos-kill-master.json"
 @pytest.mark.slow
 # ids without "masterslave": a defect's self-test is no part of `pytest scenarios/ -k masterslave`
 @pytest.mark.parametrize(
-    "entry", [pytest.param("masterslave", id="kill-master"), "pause-master", "generated-chaos"]
+    "entry",
+    [pytest.param("masterslave", id="kill-master"), "pause-master", "generated-chaos", "subscribe-held"],
 )
 def test_subscribed_on_send_named_by_the_broker_view(entry, reports_root, backend_kind, scenario_record):
     """Promise: a `subscribed` the broker never confirmed is named by consumer_confirmed."""

@@ -25,7 +25,7 @@ class Scenario:
     rate: float = 10.0
     timeout_s: int = 900
     settle_s: float = 8.0
-    agents: str = "single"  # single | network | hostile-first | wrong-password | credentials
+    agents: str = "single"  # single | network | hostile-first | subscribe-held | wrong-password | credentials
     exclude: tuple[str, ...] = ()
     params: dict[str, Any] = field(default_factory=dict)
     tags: tuple[str, ...] = ("masterslave",)
@@ -138,6 +138,16 @@ SCENARIOS: dict[str, Scenario] = {
             "agent uses the master, then the slave after the master is killed",
             steps=(_s(6, "kill", "master:{group}"),),
             agents="hostile-first",
+        ),
+        Scenario(
+            "subscribe-held",
+            "the subscriber's CONNECT passes and its SUBSCRIBE waits 5 s on its own link, at the "
+            "first connect and at the slave after a kill -9 of the master: `subscribed` comes at "
+            "the SUBACK, after the hold",
+            steps=(_s(5, "kill", "master:{group}"),),
+            agents="subscribe-held",
+            protocol="mqtt",
+            params={"hold_ms": 5000},
         ),
         Scenario(
             "one-connection-cut",

@@ -23,6 +23,7 @@ from harness.catalog.entries import (
     static_list_network,
     topology_named,
 )
+from harness.catalog.held import subscribe_held
 from harness.deploy.plan import free_ports
 from harness.faults.schedule import Schedule
 from harness.run.runner import CATALOG_POLICY as POLICY
@@ -144,6 +145,9 @@ def _agents(
         return fleet, {"group": g}
     if sc.agents == "hostile-first":
         return _hostile_first(g, proto, sc.count, command), {"group": g}
+    if sc.agents == "subscribe-held":
+        hold = int(sc.params.get("hold_ms", 5000))
+        return subscribe_held(g, proto, sc.count, sc.rate, command, hold), {"group": g}
     if sc.needs == "users":
         user = _agent_user(topology)
         if user is None:

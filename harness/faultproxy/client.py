@@ -233,8 +233,12 @@ class ToxiproxyClient:
             for s in self._streams(stream)
         ]
 
-    def limit(self, proxy: str, nbytes: int, stream: str = "downstream") -> list[dict[str, Any]]:
-        return [self._upsert_toxic(proxy, "limit_data", s, bytes=int(nbytes)) for s in self._streams(stream)]
+    def limit(
+        self, proxy: str, nbytes: int, stream: str = "downstream", hold_ms: int = 0
+    ) -> list[dict[str, Any]]:
+        """`hold_ms` (the builtin server only): hold what follows the limit that long, no close."""
+        attrs = {"bytes": int(nbytes), **({"hold": int(hold_ms)} if hold_ms else {})}
+        return [self._upsert_toxic(proxy, "limit_data", s, **attrs) for s in self._streams(stream)]
 
     def slow_close(self, proxy: str, delay_ms: int, stream: str = "downstream") -> list[dict[str, Any]]:
         return [

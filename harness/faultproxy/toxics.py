@@ -13,7 +13,10 @@ Semantics follow Toxiproxy 2.x (see docs/fault-proxy.md):
   (0 = never: a black hole); removing the toxic closes the connections it was holding.
 - reset_peer {timeout} ms: on the first input, wait `timeout` then reset both sockets (RST).
 - slicer {average_size, size_variation} bytes, {delay} µs: chunks are cut into small pieces.
-- limit_data {bytes}: pass that many bytes in total, then close the connection.
+- limit_data {bytes}: pass that many bytes in total, then close the connection. The builtin
+  server's extra attribute `hold` (ms; 0, Toxiproxy's behaviour, by default): keep the connection
+  open instead and hold what follows for `hold` ms from the limit, then pass it all on (the
+  subscribe handshake entry: CONNECT passes, SUBSCRIBE waits). Toxiproxy ignores the attribute.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ TOXIC_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "timeout": ("timeout",),
     "reset_peer": ("timeout",),
     "slicer": ("average_size", "size_variation", "delay"),
-    "limit_data": ("bytes",),
+    "limit_data": ("bytes", "hold"),
     "noop": (),
 }
 
@@ -320,16 +323,28 @@ class LimitDataRun(ToxicRun):
     def __init__(self, toxic: Toxic, link: LinkLike, active: bool) -> None:
         super().__init__(toxic, link, active)
         self.transmitted = 0
+        self._release: float | None = None  # with `hold`: when held data goes on
 
     async def process(self, data: bytes, arrived: float, emit: Emit) -> None:
-        remaining = self.attrs.get("bytes", 0) - self.transmitted
-        if remaining < len(data):
-            data = data[: max(remaining, 0)]
-        if data:
-            self.transmitted += len(data)
-            await emit(data)
-        if self.attrs.get("bytes", 0) - self.transmitted <= 0:
+        limit, hold = self.attrs.get("bytes", 0), self.attrs.get("hold", 0)
+        remaining = limit - self.transmitted
+        head, rest = (
+            (data[: max(remaining, 0)], data[max(remaining, 0) :]) if remaining < len(data) else (data, b"")
+        )
+        if head:
+            self.transmitted += len(head)
+            await emit(head)
+        if self.transmitted < limit:
+            return
+        if not hold:
             self.link.close_connection()
+            return
+        if self._release is None:  # chunks queue in order behind this one: they wait too
+            self._release = self.link.loop.time() + hold / 1000.0
+        if rest:
+            await self.sleep(self._release - self.link.loop.time())
+            self.transmitted += len(rest)
+            await emit(rest)
 
 
 RUN_TYPES: dict[str, type[ToxicRun]] = {

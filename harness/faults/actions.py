@@ -268,7 +268,7 @@ class LimitData(_OnLinks):
 
     def apply(self, ctx: FaultContext, link: str, params: Params) -> None:
         assert isinstance(params, LimitDataParams)
-        ctx.proxy.limit(link, params.bytes)
+        ctx.proxy.limit(link, params.bytes, hold_ms=params.hold_ms)
 
 
 class Sever(Action):

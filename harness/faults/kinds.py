@@ -52,6 +52,7 @@ class SlicerParams(Params):
 
 class LimitDataParams(Params):
     bytes: int = Field(4096, ge=0)
+    hold_ms: int = Field(0, ge=0, description="hold what follows that long, no close (builtin proxy)")
 
 
 class SeverParams(Params):
@@ -150,7 +151,8 @@ _ALL = [
     FaultKind(
         "limit_data",
         "link",
-        "pass that many bytes per connection, then close it",
+        "pass that many bytes per connection, then close it (`hold_ms` > 0, the builtin fault proxy "
+        "only: hold what follows that long, then pass it on)",
         _LINK_HEAL,
         LimitDataParams,
         chaos=False,  # every reconnect is closed again: an outage the chaos property does not model

@@ -191,6 +191,29 @@ def test_limit_data_closes_after_n_bytes(api: ToxiproxyClient, sink: Sink) -> No
     assert sink.results == [(1000, hashlib.sha256(payload[:1000]).hexdigest())]
 
 
+def test_limit_data_hold_passes_n_bytes_then_holds_the_rest(api: ToxiproxyClient, echo: TcpServer) -> None:
+    """`hold` (builtin only): the first `bytes` pass at once, the rest waits `hold` ms, then the
+    connection goes on as if nothing happened: nothing lost, nothing closed."""
+    name, port = make_proxy(api, echo.addr)
+    api.limit(name, 3, stream="upstream", hold_ms=1500)
+    with connect(port) as s:
+        s.sendall(b"abc")
+        assert recv_exactly(s, 3) == b"abc"
+        t0 = time.monotonic()
+        s.sendall(b"defg")
+        assert recv_exactly(s, 4) == b"defg"
+        assert time.monotonic() - t0 >= 1.4
+        t0 = time.monotonic()
+        s.sendall(b"h")  # after the hold: direct
+        assert recv_exactly(s, 1) == b"h"
+        assert time.monotonic() - t0 < 1.0
+    with connect(port) as s:  # each connection is held on its own
+        s.sendall(b"abcd")
+        t0 = time.monotonic()
+        assert recv_exactly(s, 4) == b"abcd"
+        assert time.monotonic() - t0 >= 1.4
+
+
 def test_refusing_upstream_closes_the_client(api: ToxiproxyClient) -> None:
     name, port = make_proxy(api, f"127.0.0.1:{free_port()}")
     with connect(port) as s:

@@ -26,10 +26,23 @@ class _Proxy:
     def black_hole(self, *args: Any) -> None:
         self.calls.append(("black_hole", args))
 
+    def limit(self, *args: Any, **kw: Any) -> None:
+        self.calls.append(("limit", args))
+
+    def version(self) -> dict[str, str]:
+        return {"version": "2.12.0", "server": "bfh-fault-proxy"}
+
 
 def _env(tmp_path: Path, topology: Any) -> Any:
     plan = make_plan(topology, tmp_path, port_pool=itertools.count(43000))
-    return SimpleNamespace(plan=plan, backend=FakeBackend(plan), proxy=_Proxy(), mb_urls=plan.client_urls)
+    return SimpleNamespace(
+        plan=plan,
+        backend=FakeBackend(plan),
+        proxy=_Proxy(),
+        mb_urls=plan.client_urls,
+        run_id="20261127-000000-t-ab12",
+        record=lambda **fields: None,
+    )
 
 
 @pytest.mark.parametrize("name", list(catalog.SCENARIOS))

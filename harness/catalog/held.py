@@ -1,0 +1,93 @@
+"""The `subscribe-held` agents (issue 41 item 4): a subscriber whose SUBSCRIBE reaches the broker
+only seconds after its CONNECT, at its first connection and at every reconnection.
+
+The subscriber and the publisher are two agents, and the subscriber dials its own proxies (one
+per member, `sub-<broker>`, recorded in run.json's links so the verdict maps them to members), so
+the hold touches the subscriber's link and never the publisher's. Each of those proxies carries a
+`limit_data` toxic upstream with `hold` (the builtin fault proxy's attribute): the connection's
+first bytes (its CONNECT, even a probe's longer client id) pass, what follows waits `hold_ms`.
+An agent that logs `subscribed` at the SUBACK logs it after the hold; one that logs it when it
+sends SUBSCRIBE claims a consumer the broker has not got (consumer_confirmed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.agents.launch import SUBSCRIPTIONS, AgentSpec, agent_factory, combine
+from harness.deploy.plan import free_ports
+from harness.run.runner import AgentFactory, RunError
+
+#: bytes past the subscriber's CONNECT that still pass: a probe id's suffix (`-probe-999`), less
+#: than the shortest SUBSCRIBE (2 + 2 + 2 + topic + 1 bytes), so no SUBSCRIBE arrives whole
+CONNECT_SLACK = 10
+SUB_AGENT, PUB_AGENT = "sub-1", "pub-1"
+
+
+def mqtt_connect_len(client_id: str, username: str = "", password: str = "") -> int:
+    """The size of an MQTT 3.1.1 CONNECT without a will: fixed header (2 bytes below 128 bytes of
+    rest, 3 above), variable header 10, client id, username and password each with 2 length bytes."""
+    rest = 10 + 2 + len(client_id.encode())
+    if username:
+        rest += 2 + len(username.encode()) + (2 + len(password.encode()) if password else 0)
+    return 1 + (1 if rest < 128 else 2) + rest
+
+
+def held_limit(run_id: str, prefix: str = "bfh") -> int:
+    """The byte limit for the subscriber's connections (agent_under_test.config.client_id's ids)."""
+    longest = max((f"{prefix}-{run_id}-{SUB_AGENT}-s{i}" for i in range(len(SUBSCRIPTIONS))), key=len)
+    return mqtt_connect_len(longest) + CONNECT_SLACK
+
+
+def subscribe_held(
+    group: str, protocol: str, count: int, rate: float, command: str | None, hold_ms: int
+) -> AgentFactory:
+    """A subscriber-only agent behind its own held proxies, then a publisher-only agent."""
+
+    def make(env: Any) -> list[AgentSpec]:
+        version = env.proxy.version()  # Toxiproxy ignores `hold`: it would close at the limit
+        if not isinstance(version, dict) or version.get("server") != "bfh-fault-proxy":
+            raise RunError("the subscribe-held entry needs the builtin fault proxy (limit_data hold)")
+        members = [b.name for b in env.plan.members(group)]
+        ports = free_ports(len(members))
+        own: dict[str, str] = {}
+        links = []
+        for member, port in zip(members, ports, strict=True):
+            link = env.plan.client_link(member, protocol)
+            name, listen = f"sub-{member}", f"127.0.0.1:{port}"
+            env.proxy.create_proxy(name, listen, link.upstream)
+            env.proxy.limit(name, held_limit(env.run_id), stream="upstream", hold_ms=hold_ms)
+            own[link.url] = listen
+            links.append(
+                {"name": name, "listen": listen, "upstream": link.upstream, "enabled": True}
+                | {"kind": "client", "broker": member, "connector": protocol}
+            )
+        recorded = [
+            {**lk.proxy_spec(), "kind": lk.kind, "broker": lk.broker, "connector": lk.connector}
+            for lk in env.plan.links
+        ]
+        env.record(links=recorded + links)
+        # the SUBACK and the PINGRESP come after the hold: the agent's waits must outlast it
+        outlast = str(max(10, 3 * hold_ms // 1000))
+        conf = {"mb.connect.timeout": outlast, "mb.keepalive": outlast}
+        sub = agent_factory(
+            name=SUB_AGENT,
+            group=group,
+            protocol=protocol,
+            count=0,
+            command=command,
+            url_order=lambda urls: [own[u] for u in urls],
+            extra_conf=conf,
+        )
+        pub = agent_factory(
+            name=PUB_AGENT,
+            group=group,
+            protocol=protocol,
+            subscriptions=(),
+            count=count,
+            rate=rate,
+            command=command,
+        )
+        return combine(sub, pub)(env)
+
+    return make
