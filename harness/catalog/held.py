@@ -12,11 +12,15 @@ sends SUBSCRIBE claims a consumer the broker has not got (consumer_confirmed).
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from typing import Any
 
 from harness.agents.launch import SUBSCRIPTIONS, AgentSpec, agent_factory, combine
 from harness.deploy.plan import free_ports
 from harness.run.runner import AgentFactory, RunError
+from harness.verdict.witness import SNAPSHOT_S
+from harness.witness.events import GAP_END, OBSERVER_FILE, read_events
 
 #: bytes past the subscriber's CONNECT that still pass: a probe id's suffix (`-probe-999`), less
 #: than the shortest SUBSCRIBE (2 + 2 + 2 + topic + 1 bytes), so no SUBSCRIBE arrives whole
@@ -37,6 +41,17 @@ def held_limit(run_id: str, prefix: str = "bfh") -> int:
     """The byte limit for the subscriber's connections (agent_under_test.config.client_id's ids)."""
     longest = max((f"{prefix}-{run_id}-{SUB_AGENT}-s{i}" for i in range(len(SUBSCRIPTIONS))), key=len)
     return mqtt_connect_len(longest) + CONNECT_SLACK
+
+
+def past_replay(run_dir: Path, cap_s: float = 10.0) -> None:
+    """Wait until the broker witness's start-up replay is over (SNAPSHOT_S after its last
+    `observer_gap_end`): a claim inside it is judged unknown, and the first connect's claim is the
+    one this entry is for. No observer file: nothing to wait for."""
+    ends = [
+        float(r["ts"]) for r in read_events(run_dir / "brokers" / OBSERVER_FILE) if r.get("event") == GAP_END
+    ]
+    if ends:
+        time.sleep(min(cap_s, max(0.0, max(ends) + SNAPSHOT_S + 0.25 - time.time())))
 
 
 def subscribe_held(
@@ -88,6 +103,8 @@ def subscribe_held(
             rate=rate,
             command=command,
         )
-        return combine(sub, pub)(env)
+        specs = combine(sub, pub)(env)
+        past_replay(Path(env.run_dir))
+        return specs
 
     return make

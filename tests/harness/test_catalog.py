@@ -41,6 +41,7 @@ def _env(tmp_path: Path, topology: Any) -> Any:
         proxy=_Proxy(),
         mb_urls=plan.client_urls,
         run_id="20261127-000000-t-ab12",
+        run_dir=tmp_path,
         record=lambda **fields: None,
     )
 
