@@ -37,6 +37,7 @@ def bridge_health(v: RunView) -> Check:
     ]
     # So does a group with every member down: bridges to it have nothing to connect to.
     down = _group_outages(v)
+    takeover = _Takeovers(v)
     bad = [
         {"broker": b, "ts": ts, "what": line[:240]}
         for b, lines in v.broker_logs.items()
@@ -47,6 +48,7 @@ def bridge_health(v: RunView) -> Check:
             and (
                 any(w.covers(ts, 0.5, BRIDGE_BACKOFF_S) for w in cut)
                 or any(lo - 0.5 <= ts <= hi + BRIDGE_BACKOFF_S for lo, hi in down)
+                or takeover.excuses(b, line, ts)
             )
         )
     ]
@@ -78,6 +80,49 @@ def _group_outages(v: RunView) -> list[tuple[float, float]]:
                 ]
                 out.append((w.start, min(back) if back else (w.end if w.end is not None else w.start)))
     return out
+
+
+_OUTBOUND = re.compile(r"tcp://[^/\s:]+:(\d+)")  # a bridge's own connection (inbound: tcp:///ip:port@port)
+_BRIDGE_LINK = re.compile(r"^bridge-(?P<src>.+)-to-(?P<dst>.+)$")
+
+
+class _Takeovers:
+    """A group whose master was killed or stopped has no master until a slave takes over (the
+    fault's `new_master`): bridges to it fail meanwhile, and through their backoff after. Only
+    failures toward that group are excused, so a static:(master,slave) bridge that keeps failing on
+    another group's slave (seed 002) still counts."""
+
+    def __init__(self, v: RunView) -> None:
+        self.group_of = {m: g for g, ms in v.groups.items() for m in ms}
+        self.windows: dict[str, list[tuple[float, float]]] = {}
+        for w in v.faults:
+            if w.params.get("new_master") and w.end is not None:
+                g = str(w.params.get("group") or self.group_of.get(w.target, ""))
+                self.windows.setdefault(g, []).append((w.start - 0.5, w.end + BRIDGE_BACKOFF_S))
+        self.port_group: dict[str, str] = {}
+        self.targets: dict[str, set[str]] = {}  # bridge source broker -> groups its bridges reach
+        for lk in v.run.get("links") or []:
+            if lk.get("kind") != "bridge":
+                continue
+            dst = self.group_of.get(str(lk.get("broker")), "")
+            self.port_group[str(lk.get("listen", "")).rsplit(":", 1)[-1]] = dst
+            m = _BRIDGE_LINK.match(str(lk.get("name", "")))
+            if m:
+                self.targets.setdefault(m["src"], set()).add(dst)
+
+    def _during(self, group: str, ts: float) -> bool:
+        return any(lo <= ts <= hi for lo, hi in self.windows.get(group, ()))
+
+    def excuses(self, broker: str, line: str, ts: float) -> bool:
+        if not self.windows:
+            return False
+        m = _OUTBOUND.search(line)
+        if m and m[1] in self.port_group:  # the line names the group it tried
+            return self._during(self.port_group[m[1]], ts)
+        # no target named ("unconnected", an inbound connection): the logging broker's own group
+        # changing master, or every group its bridges reach doing so
+        reach = self.targets.get(broker) or {""}
+        return self._during(self.group_of.get(broker, ""), ts) or all(self._during(g, ts) for g in reach)
 
 
 def clean_exit(v: RunView) -> Check:
