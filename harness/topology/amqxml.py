@@ -141,6 +141,12 @@ def parse(path: Path) -> ConfFile:
 
     p.StartElementHandler = start
     p.EndElementHandler = end
+    _feed(p, data)
+    return ConfFile(Path(path), data, top[0])
+
+
+def _feed(p: xml.parsers.expat.XMLParserType, data: bytes) -> None:
+    """Parse `data` whole with `p`, refusing a DOCTYPE; ParseFailure with the line otherwise."""
     refuse_doctype(p)
     try:
         p.Parse(data, True)
@@ -148,20 +154,12 @@ def parse(path: Path) -> ConfFile:
         raise ParseFailure(
             e.lineno, f"not well-formed XML ({xml.parsers.expat.ErrorString(e.code)})"
         ) from None
-    return ConfFile(Path(path), data, top[0])
 
 
 def check_text(data: bytes) -> None:
     """ParseFailure (with the line) unless `data` is well-formed XML without a DOCTYPE: every
     reader of a user's XML (xml_file, a rendered activemq.xml) refuses what parse() refuses."""
-    p = xml.parsers.expat.ParserCreate()
-    refuse_doctype(p)
-    try:
-        p.Parse(data, True)
-    except xml.parsers.expat.ExpatError as e:
-        raise ParseFailure(
-            e.lineno, f"not well-formed XML ({xml.parsers.expat.ErrorString(e.code)})"
-        ) from None
+    _feed(xml.parsers.expat.ParserCreate(), data)
 
 
 def line_of(data: bytes, offset: int) -> int:
