@@ -202,8 +202,10 @@ def parse_topology(data: Any, source: str = "<topology>", lines: _LineMap | None
         topology = Topology.model_validate(data)
     except ValidationError as err:
         for e in err.errors():
-            if lines and (
-                e["type"] == "invalid_key" or ("[key]" in e["loc"] and not isinstance(e["input"], str))
+            if (
+                lines
+                and lines.problems  # a YAML key that is not text (a list item null is not a key)
+                and (e["type"] == "invalid_key" or ("[key]" in e["loc"] and not isinstance(e["input"], str)))
             ):
                 continue  # a key that is not text: reported at its own line by _LineMap
             problems += _problem_from_error(e)

@@ -99,6 +99,8 @@ def test_a_rendered_activemq_xml_with_a_doctype_is_refused() -> None:
             "key 7 is a number",
         ),
         ("name: x\ngroups:\n  - name: a\nhosts:\n  1: a-1\n", 5, "quote it"),
+        # a null list item is not a key: the connector list's own error, at its line (fuzz find)
+        ("name: x\ngroups:\n  - name: a\n    connectors:\n    - null\n    - stomp\n", 4, "unknown connector"),
     ],
 )
 def test_keys_yaml_does_not_read_as_text_are_reported_at_their_line(
