@@ -44,7 +44,7 @@ EXAMPLES = {
 GATE_HELP = "all (default): every anomaly fails; agent: only those blamed on the agent (broker findings warn)"
 RUN_GATE_HELP = (
     "all: every anomaly fails; agent: only those blamed on the agent, or unknown (broker findings and "
-    "races warn, with their measured rate); default: agent with --agent-cmd, else all"
+    "races warn, with their measured rate); default: agent (a run judges an agent)"
 )
 
 
