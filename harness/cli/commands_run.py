@@ -26,7 +26,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.report.console import print_summary
     from harness.run.runner import execute
     from harness.topology import load_topology
-    from harness.verdict.races import default_gate
+    from harness.verdict.races import run_gate
 
     topology = load_topology(args.topology)
     schedule = load_schedule(args.schedule)
@@ -43,7 +43,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         timeout_s=900 if args.publisher_timeout is None else args.publisher_timeout,
         command=args.agent_cmd,
     )
-    gate = default_gate(args.gate, args.agent_cmd)  # saved in run.json: a re-judge agrees
+    gate = run_gate(args.gate)  # saved in run.json: a re-judge agrees
     scenario = {"name": "run", "params": {"gate": gate}} if gate != "all" else None
     result = execute(
         topology,
@@ -68,7 +68,7 @@ def cmd_run_scenario(args: argparse.Namespace) -> int:
     from harness.faults.schedule import load_schedule
     from harness.report.html import headline
     from harness.topology import load_topology
-    from harness.verdict.races import default_gate
+    from harness.verdict.races import run_gate
 
     topology = load_topology(args.topology)
     schedule = load_schedule(args.schedule) if args.schedule else None
@@ -87,7 +87,7 @@ def cmd_run_scenario(args: argparse.Namespace) -> int:
         reports=Path(args.reports),
         backend=args.backend,
         schedule=schedule,
-        gate=default_gate(args.gate, args.agent_cmd),  # an agent's release: its own losses fail
+        gate=run_gate(args.gate),  # a run judges an agent: its own losses fail
         fleet=args.fleet,
     )
     note(args, args.scenario, out.verdict, out.result.run_dir, "\n".join(out.reasons))

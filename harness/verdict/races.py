@@ -1,10 +1,12 @@
 """ActiveMQ's own races that lose deliveries: named from the blame's evidence, with the rate
 measured here (docs/scenarios.md, docs/fleet.md, docs/verdict.md "Broker races").
 
-Under the `agent` gate (the default when an agent command is gated: `default_gate`) a delivery
-lost or missed by the broker is not the agent's failure: it is listed as a warning naming its
-race, its evidence and its measured rate. `bfh validate` (the broker is the thing under test) and
-the reference agent's own catalog runs keep the `all` gate, where such a loss fails.
+Under the `agent` gate (the default of `bfh run`, which judges an agent, and of a gated agent
+command: `run_gate`, `default_gate`) a delivery lost or missed by the broker is not the agent's
+failure: it is listed as a warning naming its race, its evidence and its measured rate.
+`bfh validate` (the broker is the thing under test) and the pytest catalog's runs of the
+reference agent keep the `all` gate, where such a loss fails (the conformance test then re-judges
+a run whose only failures are named races under `agent`).
 """
 
 from __future__ import annotations
@@ -109,9 +111,15 @@ class BlamedRow(Protocol):
 
 
 def default_gate(gate: str | None, agent_cmd: str | None) -> str:
-    """The gate of a catalog run: the one asked for; else `agent` when an agent command is gated
-    (a broker race must not fail its release by chance), `all` for the reference agent."""
+    """The gate of a pytest catalog run: the one asked for; else `agent` when an agent command is
+    gated (a broker race must not fail its release by chance), `all` for the reference agent."""
     return gate or ("agent" if agent_cmd else "all")
+
+
+def run_gate(gate: str | None) -> str:
+    """The gate of `bfh run`: the one asked for, else `agent` whichever agent runs (the reference
+    or a command): a run judges an agent, and a broker race is the broker's, warned with its rate."""
+    return gate or "agent"
 
 
 def race_of(evidence: Iterable[str]) -> Race:

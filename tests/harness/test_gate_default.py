@@ -1,6 +1,7 @@
-"""The gate an agent command gets by default (issue 42 item 5): `agent` when an agent is gated
-(--bfh-agent-cmd / --bfh-agent-cmd-only, `bfh run --agent-cmd`), `all` for the reference agent and
-for a topology's validation (--bfh-topology, `bfh validate`); an explicit gate always wins."""
+"""The default gate (issue 42 item 5): `bfh run` judges an agent, so `agent` whichever agent runs
+(the reference or --agent-cmd); pytest: `agent` when an agent is gated (--bfh-agent-cmd /
+--bfh-agent-cmd-only), `all` for the reference agent's catalog and for a topology's validation
+(--bfh-topology, `bfh validate`); an explicit gate always wins."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from harness.cli.parser import build_parser
 from harness.pytest_plugin.options import _gate
-from harness.verdict.races import default_gate
+from harness.verdict.races import run_gate
 
 from .pluginproject import run_pytest, write_project
 
@@ -53,13 +54,14 @@ def test_plugin_gate_choice(gate, agent, topology, expected) -> None:
     assert _gate(gate, agent, topology) == expected
 
 
-def test_bfh_run_gates_an_agent_command_on_its_own_losses() -> None:
+def test_bfh_run_gates_the_agent_it_runs_on_its_own_losses() -> None:
     p = build_parser()
     run = p.parse_args(["run", "masterslave", "--agent-cmd", "a {config}"])
-    assert default_gate(run.gate, run.agent_cmd) == "agent"
+    assert run_gate(run.gate) == "agent"
     strict = p.parse_args(["run", "masterslave", "--agent-cmd", "a {config}", "--gate", "all"])
-    assert default_gate(strict.gate, strict.agent_cmd) == "all"
-    reference = p.parse_args(["run", "masterslave"])
-    assert default_gate(reference.gate, reference.agent_cmd) == "all"
+    assert run_gate(strict.gate) == "all"
+    reference = p.parse_args(["run", "fleet-masterslave", "--fleet", "100"])
+    assert run_gate(reference.gate) == "agent"  # the reference agent is judged too: a race warns
+    assert run_gate(p.parse_args(["run", "masterslave", "--gate", "all"]).gate) == "all"
     # bfh validate passes its --gate as given: None is the catalog's own default, `all`
     assert p.parse_args(["validate", "pair", "--agent-cmd", "a {config}"]).gate is None

@@ -14,7 +14,7 @@ from harness.verdict import blame as blaming
 from harness.verdict.checks import Check
 from harness.verdict.checks.witness import lives
 from harness.verdict.judge import Verdict, _agent_only
-from harness.verdict.races import KNOWN, UNNAMED, BrokerRace, default_gate, findings, race_of
+from harness.verdict.races import KNOWN, UNNAMED, BrokerRace, default_gate, findings, race_of, run_gate
 
 A, B = "127.0.0.1:1001", "127.0.0.1:1002"
 RUN = {
@@ -145,6 +145,11 @@ def test_message_lists_broker_races_as_warnings_under_the_agent_gate(tmp_path: P
 )
 def test_default_gate(gate, agent_cmd, expected):
     assert default_gate(gate, agent_cmd) == expected
+
+
+@pytest.mark.parametrize(("gate", "expected"), [(None, "agent"), ("all", "all"), ("agent", "agent")])
+def test_run_gate_is_agent_unless_asked(gate, expected):
+    assert run_gate(gate) == expected
 
 
 def test_a_passing_agent_gate_warns_each_broker_race(tmp_path: Path):
