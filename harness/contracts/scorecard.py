@@ -64,7 +64,10 @@ class Measure:
 #: lower-is-better. The verdict's checkers compute them (harness/verdict/checks/*: Check.measures).
 MEASURES: dict[str, Measure] = {
     "recovery_s": Measure(
-        "s", "from a fault window's end until the role is connected again (one per role and window)", True
+        "s",
+        "from the role losing its connection in a fault window until it is back (subscribed again, or the "
+        "publisher connected): one per agent and window",
+        True,
     ),
     "takeover_to_delivery_s": Measure(
         "s", "from a broker fault's start until the first delivery to any subscriber after it (per fault)"
@@ -72,15 +75,16 @@ MEASURES: dict[str, Measure] = {
     "publish_latency_p50_s": Measure("s", "median first attempt -> ack of publishes on a serving broker"),
     "publish_latency_p95_s": Measure("s", "95th percentile first attempt -> ack on a serving broker"),
     "failed_attempts_per_s": Measure(
-        "1/s", "the densest 5 s of failed connection attempts, per second (one per role)", True
+        "1/s", "failed connection attempts per second over the densest 5 s (one per agent)", True
     ),
     "duplicates": Measure("count", "deliveries received more than once"),
-    "dropped_at_timeout": Measure("count", "publishes the publisher dropped at mb.publisher.timeout"),
-    "fleet_recovery_p50_s": Measure("s", "a fleet's median role back after a fault's end"),
-    "fleet_recovery_p95_s": Measure("s", "a fleet's 95th percentile role back after a fault's end"),
-    "fleet_recovery_max_s": Measure("s", "a fleet's slowest role back after a fault's end"),
+    "dropped_at_timeout": Measure("count", "publishes dropped at mb.publisher.timeout (not at shutdown)"),
+    "fleet_recovery_p50_s": Measure("s", "a fleet's median role back, from the fault's start"),
+    "fleet_recovery_p95_s": Measure("s", "a fleet's 95th percentile role back, from the fault's start"),
+    "fleet_recovery_max_s": Measure("s", "a fleet's slowest role back, from the fault's start"),
     "storm_attempts_per_role_s": Measure(
-        "1/s", "a fleet's densest 2 s of connection attempts at the brokers, per role per second (per fault)"
+        "1/s",
+        "a fleet's densest 2 s of connection attempts at the brokers, per role per second (one per run)",
     ),
     "storm_all_back_s": Measure("s", "from a fault's end until every fleet member is back (per fault)"),
 }

@@ -214,7 +214,7 @@ def judge_check(v: RunView, c: Check, samples: list[tuple[float, float, str]]) -
         f"{what}; {shown} violation(s) within the overload's reach (the worst breach "
         f"{breach:.1f} s past the bound): {c.detail}; {RERUN}"
     )
-    return Check(c.promise, "unknown", c.count, ev, c.fault, detail, c.blame)
+    return Check(c.promise, "unknown", c.count, ev, c.fault, detail, c.blame, c.measures)
 
 
 def apply(v: RunView, checks: list[Check], gates: list[str]) -> tuple[list[Check], list[str]]:

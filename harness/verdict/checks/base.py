@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,8 @@ class Check:
     fault: str | None = None
     detail: str = ""
     blame: str | None = None  # whose fault its failures are, when the checker knows (broker findings)
+    #: what the checker measured, by harness.contracts.scorecard.MEASURES name (small: percentiles)
+    measures: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -62,6 +65,7 @@ class Check:
             "fault": self.fault,
             "evidence": self.evidence[:EXAMPLES],
             **({"blame": self.blame} if self.blame else {}),
+            **({"measures": self.measures} if self.measures else {}),
         }
 
 
@@ -84,6 +88,19 @@ def verdict_of(
     return Check(
         promise, "fail", len(bad), sorted(bad, key=lambda e: e.get("ts") or 0)[:EXAMPLES], fault, detail
     )
+
+
+def measured(check: Check, measures: dict[str, list[float]]) -> Check:
+    """`check` with `measures` (rounded to the millisecond) added: the numbers a scorecard keeps."""
+    for name, values in measures.items():
+        check.measures[name] = [round(float(x), 3) for x in values]
+    return check
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The nearest-rank q-quantile of a non-empty list (what the checkers' p50/p95 report)."""
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, math.ceil(q * len(v)) - 1))]
 
 
 def not_applicable(promise: str, why: str) -> Check:

@@ -3,10 +3,12 @@ independent failover, backoff."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import defaultdict
 from typing import Any
 
+from harness.contracts.scorecard import measure_name
 from harness.verdict.checks.base import (
     BROKER_OUTAGES,
     Check,
@@ -14,6 +16,7 @@ from harness.verdict.checks.base import (
     connections,
     evidence,
     launched,
+    measured,
     not_applicable,
     roles,
     rounded,
@@ -157,6 +160,7 @@ def recovery(v: RunView) -> Check:
     publishing never stalls."""
     limit = bound(v, "recover_bound_s")
     bad: list[dict[str, Any]] = []
+    took: dict[str, list[float]] = defaultdict(list)  # the scorecard's measures
     if v.observations.get("stalled"):
         bad.append({"what": "the agents stopped publishing (no message sent or dropped for the stall limit)"})
     for agent in v.observations.get("not_subscribed") or []:
@@ -170,21 +174,23 @@ def recovery(v: RunView) -> Check:
         for w in v.faults:
             if w.end is None or w.end + limit > end_of_run:
                 continue
-            lost = {
-                str(r.get("role"))
-                for r in recs
-                if r.get("event") == "disconnected"
-                and w.covers(r["ts"], 0.2, 0.5)
-                and not str(r.get("reason", "")).startswith(
-                    ("connect_failed", "publications_complete", "shutdown")
-                )
-            }
-            if not lost:
-                continue
+            lost: dict[str, float] = {}  # role -> when it lost its connection in this window
+            for r in recs:
+                if (
+                    r.get("event") == "disconnected"
+                    and w.covers(r["ts"], 0.2, 0.5)
+                    and not str(r.get("reason", "")).startswith(
+                        ("connect_failed", "publications_complete", "shutdown")
+                    )
+                ):
+                    lost.setdefault(str(r.get("role")), float(r["ts"]))
             for role in sorted(lost):
                 if role == "publisher" and not last_publish > w.end:
                     continue
-                if back_at(v, agent, role, w.start, w.end + limit) is None:
+                back = back_at(v, agent, role, w.start, w.end + limit)
+                if back is not None:
+                    took[measure_name("recovery_s", role)].append(max(0.0, back.ts - lost[role]))
+                else:
                     bad.append(
                         {
                             "ts": rounded(w.end),
@@ -194,7 +200,22 @@ def recovery(v: RunView) -> Check:
                             "what": f"not reconnected within {limit:g} s of the end of {w.fault_id}",
                         }
                     )
-    return verdict_of("recovery", bad, "the agent did not come back after a fault", v.faults)
+    took["takeover_to_delivery_s"] = _takeover_to_delivery(v)
+    out = verdict_of("recovery", bad, "the agent did not come back after a fault", v.faults)
+    return measured(out, {k: x for k, x in took.items() if x})
+
+
+def _takeover_to_delivery(v: RunView) -> list[float]:
+    """Per broker outage: from its start to the first delivery any subscriber logged after it."""
+    received = [float(r["ts"]) for r in v.events("received")]
+    out = []
+    for w in v.faults:
+        if w.fault not in BROKER_OUTAGES:
+            continue
+        i = bisect.bisect_right(received, w.start)
+        if i < len(received):
+            out.append(received[i] - w.start)
+    return out
 
 
 def subscription_confirmed(v: RunView) -> Check:
@@ -266,6 +287,7 @@ def bounded_retry(v: RunView) -> Check:
     `retry_per_url_s` × len(mb.urls) per second per role, over any 5 s."""
     per_url = bound(v, "retry_per_url_s")
     bad, judged = [], False
+    rates: dict[str, list[float]] = defaultdict(list)  # the scorecard's measures, one per agent
     for agent, recs in v.records.items():
         n_urls = max(len(v.urls(agent)), 1)
         fails: dict[str, list[float]] = defaultdict(list)
@@ -275,6 +297,7 @@ def bounded_retry(v: RunView) -> Check:
         for role, ts in fails.items():
             judged = True
             worst = _densest(ts, 5.0)
+            rates[measure_name("failed_attempts_per_s", role)].append(worst / 5.0)
             if worst / 5.0 > per_url * n_urls:
                 bad.append(
                     {
@@ -305,7 +328,7 @@ def bounded_retry(v: RunView) -> Check:
         bad.append({"what": "no login rejected at the brokers: the agent stopped retrying"})
     elif not judged:
         return not_applicable("bounded_retry", "no failed connection attempt")
-    return verdict_of("bounded_retry", bad, "retrying without backoff")
+    return measured(verdict_of("bounded_retry", bad, "retrying without backoff"), rates)
 
 
 def _densest(ts: list[float], span: float) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.verdict.checks.base import HEALS, Check, rounded, verdict_of
+from harness.verdict.checks.base import HEALS, Check, measured, rounded, verdict_of
 from harness.verdict.checks.limits import anomalies
 from harness.verdict.checks.serving import never_connected
 from harness.verdict.view import RunView
@@ -66,7 +66,8 @@ def no_downgrade(v: RunView) -> Check:
 
 def policy(v: RunView) -> Check:
     """What the verdict policy limits beyond the named promises (duplicates, malformed records)."""
-    return _from_policy(v, "policy", ("duplicated", "malformed", "vacuous_fault"))
+    out = _from_policy(v, "policy", ("duplicated", "malformed", "vacuous_fault"))
+    return measured(out, {"duplicates": [int((v.summary.get("deliveries") or {}).get("duplicated") or 0)]})
 
 
 def non_vacuous(v: RunView) -> Check:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.verdict.checks.base import Check, bound, not_applicable, rounded, verdict_of
+from harness.verdict.checks.base import Check, bound, measured, not_applicable, rounded, verdict_of
 from harness.verdict.checks.fleetview import FleetView
 from harness.verdict.resubscribed import back_at
 from harness.verdict.view import RunView
@@ -46,6 +46,8 @@ def fleet_recovery(v: RunView) -> Check:
         f"max {d.get('max')} s after the fault began; slowest: {slow or '-'}"
     )
     out = verdict_of("fleet_recovery", bad, detail, v.faults)
+    if d["n"]:
+        measured(out, {f"fleet_recovery_{q}_s": [d[q]] for q in ("p50", "p95", "max")})
     out.detail = detail if out.ok else f"a member not back within the bound; {detail}"
     if out.ok:
         out.evidence = [
@@ -163,6 +165,13 @@ def reconnect_storm(v: RunView) -> Check:
         f"every agent back after the fault's end: {', '.join(backs) or '-'}"
     )
     out = verdict_of("reconnect_storm", bad, f"reconnect storm over its bounds: {detail}", v.faults)
+    measured(
+        out,
+        {
+            "storm_attempts_per_role_s": [peak / max(f.roles, 1)],
+            "storm_all_back_s": [took for _, took in f.all_back() if took is not None],
+        },
+    )
     if out.ok:
         out.detail = detail
     return out

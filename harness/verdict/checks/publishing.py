@@ -9,7 +9,9 @@ from harness.verdict.checks.base import (
     bound,
     evidence,
     first_attempts,
+    measured,
     not_applicable,
+    quantile,
     rounded,
     verdict_of,
 )
@@ -22,6 +24,7 @@ def publisher_timeout(v: RunView) -> Check:
     tol = bound(v, "drop_tolerance_s")
     bad: list[dict[str, Any]] = []
     judged = False
+    timed_out = 0  # drops at the timeout (not at shutdown): the scorecard's measure
     stopped = v.observations.get("agents_stopped_ts") or {}
     for agent, recs in v.records.items():
         timeout = v.publisher_timeout(agent)
@@ -36,6 +39,7 @@ def publisher_timeout(v: RunView) -> Check:
             m, ev = str(r.get("msg_id")), r.get("event")
             if ev == "dropped" and m in firsts:
                 dropped.setdefault(m, r["ts"])
+                timed_out += r.get("reason") != "shutdown"
                 age = r["ts"] - firsts[m]
                 if r.get("reason") != "shutdown" and age < timeout - tol:
                     bad.append(
@@ -64,7 +68,8 @@ def publisher_timeout(v: RunView) -> Check:
                 )
     if not judged:
         return not_applicable("publisher_timeout", "nothing was published")
-    return verdict_of("publisher_timeout", bad, "mb.publisher.timeout not honoured", v.faults)
+    out = verdict_of("publisher_timeout", bad, "mb.publisher.timeout not honoured", v.faults)
+    return measured(out, {"dropped_at_timeout": [timed_out]})
 
 
 def no_resend_after_ack(v: RunView) -> Check:
@@ -84,6 +89,7 @@ def publish_latency(v: RunView) -> Check:
     """While a broker serves (no fault window near), a publish is acknowledged within the bound."""
     limit = bound(v, "publish_latency_s")
     bad, judged = [], False
+    lat: list[float] = []
     for recs in v.records.values():
         firsts = first_attempts(recs)
         for r in recs:
@@ -93,6 +99,7 @@ def publish_latency(v: RunView) -> Check:
             if any(w.start - 1.0 <= r["ts"] and t0 <= (w.end or float("inf")) + 5.0 for w in v.faults):
                 continue
             judged = True
+            lat.append(r["ts"] - t0)
             if r["ts"] - t0 > limit:
                 bad.append(
                     evidence(
@@ -101,4 +108,7 @@ def publish_latency(v: RunView) -> Check:
                 )
     if not judged:
         return not_applicable("publish_latency", "no publish away from fault windows")
-    return verdict_of("publish_latency", bad, "slow publishes on a serving broker")
+    out = verdict_of("publish_latency", bad, "slow publishes on a serving broker")
+    return measured(
+        out, {"publish_latency_p50_s": [quantile(lat, 0.5)], "publish_latency_p95_s": [quantile(lat, 0.95)]}
+    )
