@@ -4,6 +4,8 @@ Each module runs with the reference agent's command line
 (`python -m agent_under_test.defects.<name> --config {config} --workload {workload} --log {log}`)
 and its docstring names the defect, where it comes from, and the scenario that must catch it.
 `DEFECTS` maps each name to a one-line summary (docs/agent-semantics.md has the table).
+`REGRESSIONS` are kept apart: they keep every promise, so no gate fails them; they are worse at
+failing over than the reference, for `bfh compare` to flag (docs/compare.md, issue 43).
 """
 
 DEFECTS: dict[str, str] = {
@@ -25,13 +27,18 @@ DEFECTS: dict[str, str] = {
     "combined": "QoS 0, clean sessions, timeout x1000, no connect timeout, slow liveness, early subscribed",
 }
 
+REGRESSIONS: dict[str, str] = {
+    "slow_backoff": "keeps every promise, backs off 3x slower (0.3 s doubling to 3 s): slower recovery",
+    "eager_retry": "keeps every promise, retries twice as often (0.05 s doubling to 0.5 s), within bounds",
+}
+
 
 def module_name(defect: str) -> str:
     return f"agent_under_test.defects.{defect}"
 
 
 def command(defect: str) -> str:
-    """The agent command template for a defect agent."""
-    if defect not in DEFECTS:
-        raise KeyError(f"unknown defect {defect!r}; known: {', '.join(DEFECTS)}")
+    """The agent command template for a defect agent or a seeded regression."""
+    if defect not in DEFECTS and defect not in REGRESSIONS:
+        raise KeyError(f"unknown defect {defect!r}; known: {', '.join([*DEFECTS, *REGRESSIONS])}")
     return f"{{python}} -m {module_name(defect)} --config {{config}} --workload {{workload}} --log {{log}}"
