@@ -143,18 +143,20 @@ def spawn(
 def terminate_all(procs: Sequence[ManagedProcess], timeout: float = 10.0) -> list[int | None]:
     """`terminate` for many at once: SIGTERM to all first, then wait for all with the same
     per-process deadline and the same SIGKILL fallback (one by one, 100 agents took 22 s).
-    Returns the exit codes in the order of `procs`."""
-    for p in procs:
+    Returns the exit codes in the order of `procs` (one process may stand for several: packed
+    fleet members share theirs)."""
+    unique = list(dict.fromkeys(procs))
+    for p in unique:
         if p.alive():
             p.signal(signal.SIGCONT)  # a paused process cannot handle SIGTERM
             p.signal(signal.SIGTERM)
     deadline = time.monotonic() + timeout  # every process got its SIGTERM by now
-    late = [p for p in procs if p.wait(max(0.0, deadline - time.monotonic())) is None]
+    late = [p for p in unique if p.wait(max(0.0, deadline - time.monotonic())) is None]
     for p in late:
         p.signal(signal.SIGKILL)
     for p in late:
         p.wait(10)
-    for p in procs:
+    for p in unique:
         p._forget()
     return [p.popen.returncode for p in procs]
 

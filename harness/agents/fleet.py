@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.agents.launch import AgentSpec, agent_factory
+from harness.agents.packed import pack_size
 
 MEMBER_PREFIX = "fleet-"
 TOPOLOGY_TOPIC = "topology/{group}/TopologyEvent"
@@ -58,6 +59,7 @@ def fleet_factory(
 
     def make(env: Any) -> list[AgentSpec]:
         specs: list[AgentSpec] = []
+        pack = pack_size(shape.size)  # the harness's own agent runs packed (harness.agents.packed)
         for g in groups:
             kw: dict[str, Any] = {
                 "group": g,
@@ -85,6 +87,7 @@ def fleet_factory(
                     **kw,
                 )(env)
                 agent.stage = 1
+                agent.pack = pack
                 specs.append(agent)
             (pub,) = agent_factory(
                 name=f"ctl-pub-{g}",

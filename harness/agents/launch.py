@@ -39,6 +39,8 @@ class AgentSpec:
     command: str = REFERENCE_COMMAND
     # subscribing agents start stage by stage (a fleet's controller subscriber before its agents)
     stage: int = 0
+    # members per process when the harness's own agent runs packed (harness.agents.packed); 0: its own
+    pack: int = 0
 
     def redacted(self) -> dict[str, Any]:
         conf = {k: ("***" if k in SECRET_KEYS and v else v) for k, v in self.conf.items()}
@@ -135,7 +137,8 @@ class AgentProcess:
         return self.proc.log_tail()
 
 
-def launch_agent(spec: AgentSpec, run_dir: Path, run_id: str) -> AgentProcess:
+def write_inputs(spec: AgentSpec, run_dir: Path, run_id: str) -> tuple[Path, Path, Path]:
+    """agents/<agent>/agent.conf and workload.json; returns them with the log's path."""
     adir = run_dir / "agents" / spec.name
     adir.mkdir(parents=True, exist_ok=True)
     config, wl, log = adir / "agent.conf", adir / "workload.json", adir / "messages.jsonl"
@@ -143,6 +146,12 @@ def launch_agent(spec: AgentSpec, run_dir: Path, run_id: str) -> AgentProcess:
     wl.write_text(
         json.dumps({"run": run_id, "agent": spec.name, **spec.workload}, indent=2), encoding="utf-8"
     )
+    return config, wl, log
+
+
+def launch_agent(spec: AgentSpec, run_dir: Path, run_id: str) -> AgentProcess:
+    config, wl, log = write_inputs(spec, run_dir, run_id)
+    adir = log.parent
     values = {
         k: shlex.quote(str(v))
         for k, v in {"config": config, "workload": wl, "log": log, "python": sys.executable}.items()

@@ -16,7 +16,8 @@ from typing import Any
 
 from rich.console import Console
 
-from harness.agents.launch import AgentError, AgentProcess, AgentSpec, launch_agent
+from harness.agents.launch import AgentError, AgentProcess, AgentSpec
+from harness.agents.packed import launch_all
 from harness.contracts import manifest, runrecord
 from harness.faults.nemesis import Nemesis
 from harness.faults.schedule import Schedule
@@ -92,11 +93,13 @@ class Loop:
         self._stopped = False
         self.load = LoadProbe.of(env)  # the machine's load, for the verdict's overload rule
 
-    def _launch(self, spec: AgentSpec) -> AgentProcess:
-        self.launched[spec.name] = time.time()
-        agent = launch_agent(spec, self.env.run_dir, self.env.run_id)
-        self.agents.append(agent)
-        return agent
+    def _launch_batch(self, specs: list[AgentSpec]) -> list[AgentProcess]:
+        """Launched at once; fleet members of the harness's own agent packed (harness.agents.packed)."""
+        now = time.time()
+        self.launched.update({s.name: now for s in specs})
+        agents = launch_all(specs, self.env.run_dir, self.env.run_id)
+        self.agents += agents
+        return agents
 
     def launch(
         self, specs: list[AgentSpec], *, subscribe_wait_s: float = 60.0, warmup_s: float = 0.0
@@ -109,13 +112,13 @@ class Loop:
         subscribers = [s for s in specs if s.workload.get("subscriptions")]
         started: list[AgentProcess] = []
         for stage in sorted({s.stage for s in subscribers}):
-            batch = [self._launch(s) for s in subscribers if s.stage == stage]
+            batch = self._launch_batch([s for s in subscribers if s.stage == stage])
             started += batch
             if subscribe_wait_s:
                 self.obs["not_subscribed"] += traffic.wait_subscribed(batch, timeout=subscribe_wait_s)
         if len(subscribers) < len(specs):
             time.sleep(warmup_s)
-            started += [self._launch(s) for s in specs if s not in subscribers]
+            started += self._launch_batch([s for s in specs if s not in subscribers])
         self.phase.mark("subscribe")
         return started
 
