@@ -138,7 +138,8 @@ def _agents(
     }
     if sc.agents == "fleet":
         groups = pairs if sc.topology != "pair" and len(pairs) > 1 else [g]
-        shape = FleetShape(sc.fleet, controller_count=sc.count, controller_rate=sc.rate)
+        status = int(sc.params.get("status_count", FleetShape.status_count))
+        shape = FleetShape(sc.fleet, controller_count=sc.count, controller_rate=sc.rate, status_count=status)
         fleet = fleet_factory(
             groups, shape, protocol=proto, command=command, timeout_s=sc.timeout_s, qos=sc.qos
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_run_scenario(args: argparse.Namespace) -> int:
     """`bfh run NAME`: a catalog scenario (with --schedule: its agents under that schedule)."""
+    from harness.agents.packed import PACK_ENV
     from harness.catalog.scenarios import SCENARIOS, CatalogError, with_changes
     from harness.catalog.scenarios import run as run_catalog
     from harness.faults.schedule import load_schedule
@@ -77,6 +79,10 @@ def cmd_run_scenario(args: argparse.Namespace) -> int:
         for k, v in (("count", args.count), ("rate", args.rate), ("timeout_s", args.publisher_timeout))
         if v is not None
     }
+    if getattr(args, "fleet_status", None) and args.scenario in SCENARIOS:
+        workload["params"] = {**SCENARIOS[args.scenario].params, "status_count": args.fleet_status}
+    if getattr(args, "fleet_pack", None) is not None:
+        os.environ[PACK_ENV] = str(args.fleet_pack)  # read where the fleet is made (fleet_factory)
     if workload and args.scenario not in SCENARIOS:
         raise CatalogError(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}")
     out = run_catalog(

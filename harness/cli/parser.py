@@ -129,6 +129,19 @@ def _add_runs(add: Add, sub: Any) -> None:
     r.add_argument("--reports", default="reports")
     r.add_argument("--gate", default=None, choices=["all", "agent"], help=RUN_GATE_HELP)
     r.add_argument("--fleet", type=positive(int), default=None, help=FLEET_HELP)
+    r.add_argument(
+        "--fleet-status",
+        type=positive(int),
+        default=None,
+        help="status events each fleet member publishes (default 30; docs/fleet.md)",
+    )
+    r.add_argument(
+        "--fleet-pack",
+        type=int,
+        default=None,
+        help="fleet members per process for the harness's own agent (0: one process each; "
+        "default: spread over the cores, at most 100; docs/fleet.md)",
+    )
     r.add_argument("--rounds", type=positive(int), default=1, help=ROUNDS_HELP)
 
     sub.add_parser("reconcile", help="run the PySpark reconciliation on RUN_DIR (see --help)", add_help=False)
