@@ -106,7 +106,7 @@ def broker_view(
         entry: dict[str, Any] = {
             "name": c,
             "port": port,
-            "uri": connector_uri(c, port, tls),
+            "uri": connector_uri(c, port, tls, group.connector(c)),
             "tls": tls,
             "discovery_uri": None,
             "published_port": None,

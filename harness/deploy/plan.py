@@ -33,11 +33,10 @@ from pathlib import Path
 import psutil
 
 from harness import procs
+from harness.deploy.connectors import HOST
+from harness.deploy.connectors import connector_uri as connector_uri  # its old home: still importable
 from harness.topology import Bridge, Topology, User, bridge_sources, bridge_targets
 
-HOST = "127.0.0.1"
-_SCHEMES = {"openwire": "tcp", "mqtt": "mqtt", "stomp": "stomp"}
-_TLS_SCHEMES = {"openwire": "ssl", "mqtt": "mqtt+ssl", "stomp": "stomp+ssl"}
 PORT_RANGE = (20000, 32000)  # below Linux's default ephemeral range (32768-60999)
 RESERVATIONS = Path(os.environ.get("BFH_PORT_DIR") or Path(tempfile.gettempdir()) / "bfh-ports")
 MULTICAST_TTL = 0  # discovery datagrams never leave this host
@@ -292,12 +291,6 @@ def free_ports(n: int) -> list[int]:
 
 
 # -- the plan ------------------------------------------------------------------------------------
-
-
-def connector_uri(connector: str, port: int, tls: bool = False) -> str:
-    scheme = (_TLS_SCHEMES if tls else _SCHEMES)[connector]
-    # MQTT/STOMP connectors: no inactivity monitor games; the agents' own keepalives apply.
-    return f"{scheme}://{HOST}:{port}"
 
 
 def _bridge_uri(spec: Bridge, targets: list[str], tls: bool) -> str:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 
 DEBIAN_HOME = Path("/usr/share/activemq")
@@ -70,6 +72,47 @@ BRIDGE_ATTRIBUTES = (
     "suppressDuplicateTopicSubscriptions", "syncDurableSubs", "useBrokerNameAsIdSees", "useCompression",
     "useVirtualDestSubs",
 )  # fmt: skip
+
+
+# A connector's limits (docs/topology.md, "Connectors for a storm").
+MAX_CONNECTIONS = 1_000_000  # maximumConnections above it is a typo
+MIN_FRAME, MAX_FRAME = 1024, 2**31 - 1  # wireFormat.maxFrameSize: a Java int; below 1 KB nothing fits
+
+# `transport.<key>` options of a broker's transportConnector URI: applied to each accepted
+# connection. The TCP transport reference's options (NIO takes the same), then MQTT's and
+# STOMP's own transport options (their protocol pages). ActiveMQ refuses to start a connector
+# with an option its transport has no setter for, so an unknown key is stopped here, with its line.
+TRANSPORT_OPTIONS = (
+    "backlog", "closeAsync", "connectionTimeout", "daemon", "diffServ", "dynamicManagement",
+    "ioBufferSize", "keepAlive", "logWriterName", "minmumWireFormatVersion", "socketBufferSize",
+    "soLinger", "soTimeout", "soWriteTimeout", "startLogging", "tcpNoDelay", "threadName", "trace",
+    "trafficClass", "typeOfService", "useInactivityMonitor", "useKeepAlive", "useLocalHost",
+    # MQTT (mqtt, mqtt+nio)
+    "defaultKeepAlive", "activeMQSubscriptionPrefetch", "publishDollarTopics", "subscriptionStrategy",
+    # STOMP (stomp, stomp+nio)
+    "defaultHeartBeat", "hbGracePeriodMultiplier",
+)  # fmt: skip
+_URI_VALUE = re.compile(r"^[A-Za-z0-9._:,/+-]{1,200}$")
+
+
+def check_transport_options(options: Mapping[str, object]) -> list[tuple[str, str, str]]:
+    """(key, problem, fix) for each `transport:` option a connector URI cannot carry."""
+    out = []
+    for k, v in options.items():
+        if k.startswith("transport."):
+            out.append((k, f"write {k!r} without its 'transport.' prefix", f"use {k[10:]!r}"))
+        elif k in ("maximumConnections", "wireFormat.maxFrameSize"):
+            own = "maximum_connections" if k == "maximumConnections" else "max_frame_size"
+            out.append((k, f"{k!r} is not a transport option", f"set the connector's {own}"))
+        elif k not in TRANSPORT_OPTIONS:
+            close = difflib.get_close_matches(k, TRANSPORT_OPTIONS, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            out.append((k, f"{k!r} is not a transport option ActiveMQ knows", hint + "see docs/topology.md"))
+        elif isinstance(v, str) and not _URI_VALUE.match(v):
+            out.append((k, f"{v!r} cannot be written into a URI", "use letters, digits and . _ : , / + -"))
+        elif isinstance(v, int) and not isinstance(v, bool) and not 0 <= v <= 2**31 - 1:
+            out.append((k, f"{v} is out of range", "give a value from 0 to 2147483647"))
+    return out
 
 
 def activemq_home() -> Path:

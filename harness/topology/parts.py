@@ -19,7 +19,14 @@ from pydantic import (
     model_validator,
 )
 
-from harness.topology.activemq import BRIDGE_ATTRIBUTES, check_fragment
+from harness.topology.activemq import (
+    BRIDGE_ATTRIBUTES,
+    MAX_CONNECTIONS,
+    MAX_FRAME,
+    MIN_FRAME,
+    check_fragment,
+    check_transport_options,
+)
 
 Connector = Literal["openwire", "mqtt", "stomp"]
 CLIENT_CONNECTORS: tuple[Connector, ...] = ("mqtt", "stomp", "openwire")
@@ -94,6 +101,36 @@ class ConnectorSpec(Strict):
     tls: StrictBool = Field(
         default=False, description="serve this connector over TLS with the run's throwaway CA"
     )
+    nio: StrictBool = Field(
+        default=False,
+        description="serve it with ActiveMQ's NIO transport (nio://, mqtt+nio://, stomp+nio://): a "
+        "shared thread pool instead of a thread per connection, for thousands of connections",
+    )
+    maximum_connections: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_CONNECTIONS,
+        description="the connector's maximumConnections (ActiveMQ: unlimited; its stock file: 1000)",
+    )
+    max_frame_size: StrictInt | None = Field(
+        default=None,
+        ge=MIN_FRAME,
+        le=MAX_FRAME,
+        description="wireFormat.maxFrameSize in bytes (ActiveMQ: 256 MB for MQTT, its stock file 100 MB)",
+    )
+    transport: dict[str, StrictInt | StrictBool | str] = Field(
+        default_factory=dict,
+        description="options of each accepted connection's transport, written `transport.<key>` "
+        "(the TCP transport reference's: soTimeout, closeAsync, backlog, ...)",
+    )
+
+    @field_validator("transport")
+    @classmethod
+    def _transport_options(cls, v: dict[str, int | bool | str]) -> dict[str, int | bool | str]:
+        problems = [Problem((k,), m, f) for k, m, f in check_transport_options(v)]
+        if problems:
+            raise _Problems(problems)
+        return v
 
 
 def _hashable(x: Any) -> bool:
