@@ -162,6 +162,9 @@ def observed_complete(agents: list[AgentProcess]) -> bool:
                 roles[str(r.get("role"))] = str(ev)  # a publisher leaves once its publications are done
         if any(ev != "connected" for ev in roles.values()):
             return False
+    # the messages each distinct filter must see, once per filter (a fleet's members share one:
+    # per subscription it was members x messages filter matches, every 0.2 s of the settle)
+    want: dict[str, set[str]] = {}
     for a in agents:
         got: dict[str, set[str]] = {}
         for r in a.records:
@@ -169,8 +172,9 @@ def observed_complete(agents: list[AgentProcess]) -> bool:
                 got.setdefault(str(r.get("subscription")), set()).add(str(r.get("msg_id")))
         for sub in a.spec.workload.get("subscriptions", []):
             f = str(sub["topic"])
-            have = got.get(f, set())
-            if any(mid not in have for mid, topic in sent.items() if match_py(f, topic)):
+            if f not in want:
+                want[f] = {mid for mid, topic in sent.items() if match_py(f, topic)}
+            if not want[f] <= got.get(f, set()):
                 return False
     return True
 
