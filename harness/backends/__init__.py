@@ -1,4 +1,5 @@
-"""Broker backends: the local-process backend (default) and Docker (harness/backends/docker.py)."""
+"""Broker backends: the local-process backend (default), Docker (harness/backends/docker.py) and
+Swarm (harness/backends/swarm.py: local brokers, fleet members as a swarm service)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from harness.backends.base import (
     BackendError,
     SupportsFaultProxy,
     SupportsIsolate,
+    SupportsMembers,
     SupportsProxyMirror,
 )
 from harness.deploy.plan import Plan
@@ -18,13 +20,14 @@ __all__ = [
     "BackendError",
     "SupportsFaultProxy",
     "SupportsIsolate",
+    "SupportsMembers",
     "SupportsProxyMirror",
     "make_backend",
 ]
 
 
 def make_backend(kind: str, plan: Plan, run_dir: str | Path) -> Backend:
-    """The one way to get a backend by name (`local`, `docker`)."""
+    """The one way to get a backend by name (`local`, `docker`, `swarm`)."""
     if kind == "local":
         from harness.backends.local import LocalBackend
 
@@ -33,4 +36,8 @@ def make_backend(kind: str, plan: Plan, run_dir: str | Path) -> Backend:
         from harness.backends.docker import DockerBackend
 
         return DockerBackend(plan, run_dir)
-    raise BackendError(f"unknown backend {kind!r}; available: local, docker")
+    if kind == "swarm":
+        from harness.backends.swarm import SwarmBackend
+
+        return SwarmBackend(plan, run_dir)
+    raise BackendError(f"unknown backend {kind!r}; available: local, docker, swarm")

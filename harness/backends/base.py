@@ -3,13 +3,14 @@
 `Backend` is what every backend does. What only some can do is a capability protocol, checked
 with isinstance (they are runtime-checkable): `SupportsIsolate` (cut a broker off its network:
 Docker), `SupportsProxyMirror` (keep the fault proxy's links refusing while their broker does
-not listen: both backends) and `SupportsFaultProxy` (runs the fault proxy itself: Docker).
+not listen: both backends), `SupportsFaultProxy` (runs the fault proxy itself: Docker) and
+`SupportsMembers` (runs a fleet's members itself, as a replicated service: Swarm).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from harness.deploy.plan import Plan
 
@@ -98,3 +99,14 @@ class SupportsFaultProxy(Protocol):
     uses it instead of starting the proxy process."""
 
     def fault_proxy(self, run_dir: Path, seed: int | None = None) -> FaultProxyHandle: ...
+
+
+@runtime_checkable
+class SupportsMembers(Protocol):
+    """A backend that runs a fleet's members itself (harness.run.members hands them over): replica
+    i of one service runs `members[i-1]` of the members file (harness/backends/swarmmember.py)."""
+
+    def clock_endpoint(self) -> tuple[str, int]: ...  # the manager's time endpoint, as members dial it
+    def run_members(self, members_file: Path, members: list[dict[str, Any]]) -> None: ...
+    def member_state(self, slot: int) -> tuple[str, int | None]: ...  # ("starting"|"running"|"done", exit)
+    def signal_member(self, slot: int, sig: int) -> None: ...

@@ -6,9 +6,10 @@ Writers flush each record so a kill -9 of the writer loses at most the record be
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -51,10 +52,48 @@ class MessageLogWriter:
         self.close()
 
 
-def iter_records(path: str | Path, malformed: list[str] | None = None) -> Iterator[dict[str, Any]]:
+#: run.json's per-agent clock offsets (an agent on another host's clock: `--backend swarm`):
+#: {agent: {"offset_s": seconds to add to its ts to read the harness host's clock, ...}}
+CLOCKS_KEY = "clocks"
+
+
+def clock_offsets(run: Mapping[str, Any] | None) -> dict[str, float]:
+    """Each agent's offset from a run record (run.json as read): the readers add it to the agent's
+    `ts`. Agents without one share the harness host's clock (offset 0, left out)."""
+    clocks = (run or {}).get(CLOCKS_KEY)
+    out: dict[str, float] = {}
+    for agent, c in clocks.items() if isinstance(clocks, Mapping) else ():
+        off = c.get("offset_s") if isinstance(c, Mapping) else None
+        if isinstance(off, int | float) and not isinstance(off, bool) and math.isfinite(off) and off:
+            out[str(agent)] = float(off)
+    return out
+
+
+def read_clock_offsets(run_dir: str | Path) -> dict[str, float]:
+    """`clock_offsets` of RUN_DIR/run.json ({} when absent or unreadable): for readers that may not
+    use the run record's owner (spark_analysis)."""
+    try:
+        run = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return clock_offsets(run if isinstance(run, dict) else None)
+
+
+def shift(record: dict[str, Any], offset_s: float) -> dict[str, Any]:
+    """The record on the harness host's clock (a numeric `ts` plus the agent's offset)."""
+    ts = record.get("ts")
+    if offset_s and isinstance(ts, int | float) and not isinstance(ts, bool):
+        record["ts"] = ts + offset_s
+    return record
+
+
+def iter_records(
+    path: str | Path, malformed: list[str] | None = None, offset_s: float = 0.0
+) -> Iterator[dict[str, Any]]:
     """Yield the JSON objects of a JSON Lines file, skipping torn or malformed lines.
 
     Skipped lines are appended to `malformed` when given, so callers can count and show them.
+    `offset_s`: the agent's clock offset (`clock_offsets`), added to every record's `ts`.
     """
     with Path(path).open(encoding="utf-8", errors="replace") as f:
         for line in f:
@@ -68,7 +107,7 @@ def iter_records(path: str | Path, malformed: list[str] | None = None) -> Iterat
                     malformed.append(text[:200])
                 continue
             if isinstance(record, dict):
-                yield record
+                yield shift(record, offset_s)
             elif malformed is not None:
                 malformed.append(text[:200])
 

@@ -51,6 +51,8 @@ class Recipe:
     workdir: str = "/"
     env: tuple[str, ...] = ()
     files: tuple[Path, ...] = field(default=())  # project files copied in (part of the hash)
+    # installed Python packages copied in: (source file, path under /opt/bfh), part of the hash
+    site: tuple[tuple[Path, str], ...] = field(default=())
 
     def digest(self) -> str:
         h = hashlib.sha256()
@@ -69,6 +71,9 @@ class Recipe:
         for f in sorted(self.files):
             h.update(str(f.relative_to(REPO_ROOT)).encode())
             h.update(f.read_bytes())
+        for src, dst in sorted(self.site):
+            h.update(dst.encode())
+            h.update(src.read_bytes())
         return h.hexdigest()[:12]
 
     @property
@@ -114,8 +119,109 @@ def faultproxy_recipe() -> Recipe:
     )
 
 
+# The reference agent's third-party packages, copied from this interpreter's site-packages into
+# the member image (Debian's python3 is the same 3.11, so pydantic_core's compiled module loads).
+MEMBER_PACKAGES = (
+    "paho",
+    "pydantic",
+    "pydantic_core",
+    "typing_extensions",
+    "annotated_types",
+    "typing_inspection",
+    "stomp",
+    "docopt",
+    "websocket",
+)
+
+
+def _package_files(names: tuple[str, ...]) -> tuple[tuple[Path, str], ...]:
+    import importlib.util
+
+    out: list[tuple[Path, str]] = []
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise ImageError(f"the member image needs the Python package {name!r}: not installed")
+        if spec.submodule_search_locations:
+            root = Path(next(iter(spec.submodule_search_locations)))
+            out += [
+                (f, f"site/{name}/{f.relative_to(root).as_posix()}")
+                for f in sorted(root.rglob("*"))
+                if f.is_file() and "__pycache__" not in f.parts
+            ]
+        else:
+            out.append((Path(spec.origin), f"site/{Path(spec.origin).name}"))
+    return tuple(out)
+
+
+def member_files() -> tuple[Path, ...]:
+    """The reference agent, the log contract it writes and the swarm member's entrypoint."""
+    agents = sorted(p for p in (REPO_ROOT / "agent_under_test").rglob("*.py") if "__pycache__" not in p.parts)
+    own = ("harness/__init__.py", "harness/contracts/__init__.py", "harness/contracts/msglog.py")
+    return (*agents, *(REPO_ROOT / f for f in own), REPO_ROOT / "harness/backends/swarmmember.py")
+
+
+def member_base_recipe() -> Recipe:
+    """The swarm member's base (harness/backends/swarm.py): python3, libfaketime (a member whose
+    clock is shifted on purpose) and the reference agent's packages. The project's own files go
+    on top in a layer of their own (`build_member`), so editing the agent takes seconds."""
+    return Recipe(
+        name="bfh-member-base",
+        version=SUITE,
+        packages=("python3", "libfaketime"),
+        hooks=(_CLEANUP,),
+        workdir="/opt/bfh",
+        env=("PYTHONDONTWRITEBYTECODE=1", "PYTHONPATH=/opt/bfh:/opt/bfh/site"),
+        site=_package_files(MEMBER_PACKAGES),
+    )
+
+
+MEMBER_NAME = "bfh-member"
+MEMBER_ENTRYPOINT = ("python3", "/opt/bfh/harness/backends/swarmmember.py")
+
+
+def member_tag() -> str:
+    h = hashlib.sha256(member_base_recipe().tag.encode())
+    h.update(json.dumps(MEMBER_ENTRYPOINT).encode())
+    for f in member_files():
+        h.update(str(f.relative_to(REPO_ROOT)).encode())
+        h.update(f.read_bytes())
+    from harness import __version__
+
+    return f"{MEMBER_NAME}:{__version__}-{h.hexdigest()[:12]}"
+
+
+def build_member(force: bool = False) -> tuple[str, bool, float]:
+    """The member image: the base (mmdebstrap, cached) plus a layer of the project's files, made by
+    `docker build` from the local base (no registry, no pull)."""
+    import io
+    import tarfile
+
+    t0 = time.monotonic()
+    base, _, _ = build(member_base_recipe(), force=force)
+    tag = member_tag()
+    if not force and image_exists(tag):
+        return tag, False, time.monotonic() - t0
+    dockerfile = "\n".join(
+        [f"FROM {base}", "COPY . /opt/bfh/", f"ENTRYPOINT {json.dumps(list(MEMBER_ENTRYPOINT))}", ""]
+    )
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        data = dockerfile.encode()
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+        for f in member_files():
+            tar.add(str(f), arcname=f.relative_to(REPO_ROOT).as_posix())
+    buf.seek(0)
+    client = docker_client()
+    client.images.build(fileobj=buf, custom_context=True, tag=tag, pull=False, rm=True, forcerm=True)
+    client.images.get(tag).tag(MEMBER_NAME, tag.split(":")[1].split("-")[0])
+    return tag, True, time.monotonic() - t0
+
+
 def recipes() -> dict[str, Recipe]:
-    return {"activemq": activemq_recipe(), "faultproxy": faultproxy_recipe()}
+    return {"activemq": activemq_recipe(), "faultproxy": faultproxy_recipe(), "member": member_base_recipe()}
 
 
 def apt_sources() -> list[str]:
@@ -201,10 +307,11 @@ def _build(recipe: Recipe) -> None:
     tag = recipe.tag
     with tempfile.TemporaryDirectory(prefix="bfh-image-") as tmp:
         stage = None
-        if recipe.files:
+        if recipe.files or recipe.site:
             stage = Path(tmp) / "stage"
-            for f in recipe.files:
-                dst = stage / f.relative_to(REPO_ROOT)
+            pairs = [(f, f.relative_to(REPO_ROOT).as_posix()) for f in recipe.files]
+            for f, rel in [*pairs, *recipe.site]:
+                dst = stage / rel
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(f, dst)
         tar = Path(tmp) / "rootfs.tar"
@@ -228,7 +335,13 @@ def build_all(names: list[str] | None = None, force: bool = False) -> dict[str, 
     unknown = [n for n in wanted if n not in all_recipes]
     if unknown:
         raise ImageError(f"unknown image(s) {unknown}; known: {', '.join(all_recipes)}")
-    return {n: build(all_recipes[n], force=force) for n in wanted}
+    # "member" is its base recipe plus the project's layer (build_member)
+    return {n: build_member(force) if n == "member" else build(all_recipes[n], force=force) for n in wanted}
+
+
+def member_image() -> str:
+    """The swarm member image: `BFH_MEMBER_IMAGE` or our built tag."""
+    return os.environ.get("BFH_MEMBER_IMAGE") or member_tag()
 
 
 def activemq_image() -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.contracts import manifest, runrecord
 from harness.contracts.faultlog import Window, read_windows
-from harness.contracts.msglog import iter_records
+from harness.contracts.msglog import clock_offsets, iter_records
 from harness.verdict.witness import BrokerView
 from harness.witness.events import EVENTS_FILE, read_events
 
@@ -176,9 +176,10 @@ class RunView:
         foreign_runs: Counter[str] = Counter()
         bad_ts: Counter[str] = Counter()
         examples: list[dict[str, Any]] = []
+        offsets = clock_offsets(run)  # an agent on another host's clock (--backend swarm)
         for log in sorted((run_dir / "agents").glob("*/messages.jsonl")):
             agent, recs = log.parent.name, []
-            for r in iter_records(log):
+            for r in iter_records(log, offset_s=offsets.get(log.parent.name, 0.0)):
                 ts = r.get("ts")
                 if run_id is not None and r.get("run") is not None and r.get("run") != run_id:
                     foreign[agent] += 1

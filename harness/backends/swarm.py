@@ -1,0 +1,199 @@
+"""Fleet members as a replicated Docker Swarm service; brokers and the fault proxy on the manager.
+
+`--backend swarm` is the local backend (brokers as processes on this host, the manager, and the
+fault proxy beside them, so every connection still crosses the proxy) plus one swarm service
+whose replicas are the fleet's members (`harness.run.members` hands them over). The service runs
+the member image (`bfh images build member`: no registry; a one-node swarm uses the local image,
+a node added later needs it loaded: docs/fleet.md) in the host's network, so a member dials the
+proxy's links at the addresses of `mb.urls`. The run folder is bind-mounted at its own path:
+each member writes agents/<name>/messages.jsonl there, which the run loop follows as it grows.
+
+Each member measures its clock against the manager's time endpoint (`swarmmember.TimeServer`,
+UDP) when it starts and when its agent has exited; `close()` records every member's offset in
+run.json `clocks` (harness.contracts.msglog.CLOCKS_KEY) and the readers shift its records by it.
+Everything made carries the label `org.bfh.run`; `close()` removes the service and waits until
+its containers are gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.backends.base import BackendError
+from harness.backends.local import LocalBackend
+from harness.backends.swarmmember import TimeServer
+from harness.contracts import runrecord
+from harness.contracts.msglog import CLOCKS_KEY
+from harness.deploy import images
+from harness.deploy.plan import HOST, Plan
+
+LABEL = "org.bfh.run"
+#: a member's SIGTERM: the agent contract's 10 s flush, then its end-of-run clock probe
+STOP_GRACE_S = 20
+_DONE = ("complete", "failed", "shutdown", "rejected", "orphaned", "remove")
+STATE_TTL_S = 1.0  # one task listing per second serves every member's alive()
+
+
+def run_label(run_dir: Path) -> str:
+    return Path(run_dir).name
+
+
+def member_clocks(members: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """run.json `clocks` from the members' clock.json files: the offset is the mean of the start
+    and end measurements (either alone when the other is missing, none when both are)."""
+    out: dict[str, dict[str, Any]] = {}
+    for m in members:
+        try:
+            c = json.loads((Path(m["dir"]) / "clock.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            out[m["name"]] = {"error": "no clock.json (the member never ran, or its node died first)"}
+            continue
+        got = [c[k]["offset_s"] for k in ("start", "end") if isinstance(c.get(k), dict)]
+        rec = {k: c.get(k) for k in ("host", "slot", "start", "end")}
+        if got:
+            rec["offset_s"] = sum(got) / len(got)
+        out[m["name"]] = rec
+    return out
+
+
+class SwarmBackend(LocalBackend):
+    """The local backend's brokers, plus the member service (`SupportsMembers`)."""
+
+    def __init__(self, plan: Plan, run_dir: str | Path, heap_mb: int = 256) -> None:
+        super().__init__(plan, run_dir, heap_mb)
+        self.client: Any = None
+        self.service: Any = None
+        self.members: list[dict[str, Any]] = []
+        self.time_server: TimeServer | None = None
+        self._states: dict[int, tuple[str, str | None, int | None]] = {}
+        self._states_at = 0.0
+        self._lock = threading.Lock()
+
+    # -- preflight, start, close --------------------------------------------------------------
+    def preflight(self) -> None:
+        super().preflight()
+        try:
+            self.client = images.docker_client(timeout=60)
+        except images.ImageError as e:
+            raise BackendError(str(e)) from None
+        swarm = self.client.info().get("Swarm") or {}
+        if swarm.get("LocalNodeState") != "active" or not swarm.get("ControlAvailable"):
+            raise BackendError(
+                "--backend swarm needs this host to be a swarm manager: "
+                "`docker swarm init --advertise-addr 127.0.0.1` (docs/fleet.md)"
+            )
+        if not images.image_exists(self.image):
+            raise BackendError(f"member image {self.image} missing: run `bfh images build member`")
+
+    @property
+    def image(self) -> str:
+        return images.member_image()
+
+    def start(self) -> None:
+        self.time_server = TimeServer(os.environ.get("BFH_SWARM_BIND", HOST)).start()
+        super().start()
+
+    def clock_endpoint(self) -> tuple[str, int]:
+        assert self.time_server is not None, "start() first"
+        return os.environ.get("BFH_SWARM_ADDR", HOST), self.time_server.port
+
+    def close(self) -> None:
+        try:
+            self._remove_service()
+            if self.members:
+                runrecord.update(self.run_dir, **{CLOCKS_KEY: member_clocks(self.members)})
+        finally:
+            if self.time_server is not None:
+                self.time_server.close()
+                self.time_server = None
+            super().close()
+
+    # -- the member service -------------------------------------------------------------------
+    def run_members(self, members_file: Path, members: list[dict[str, Any]]) -> None:
+        """One replica per member: replica (slot) i runs members[i-1] (swarmmember.run_member)."""
+        from docker.types import EndpointSpec, RestartPolicy, ServiceMode
+
+        if self.service is not None:
+            raise BackendError("the member service already runs (one launch of members per run)")
+        self.members = members
+        run = run_label(self.run_dir)
+        self.service = self.client.services.create(
+            self.image,
+            args=[str(members_file)],
+            name=f"bfh-{run}"[:63],
+            env=["BFH_SLOT={{.Task.Slot}}"],
+            mode=ServiceMode("replicated", replicas=len(members)),
+            networks=["host"],  # the proxy's links on the manager, as mb.urls names them
+            endpoint_spec=EndpointSpec(mode="dnsrr"),
+            mounts=[f"{self.run_dir}:{self.run_dir}:rw"],
+            restart_policy=RestartPolicy(condition="none"),  # an agent's exit is an observation
+            stop_grace_period=STOP_GRACE_S * 10**9,
+            user=f"{os.getuid()}:{os.getgid()}",
+            labels={LABEL: run},
+            container_labels={LABEL: run},
+        )
+
+    def _tasks(self) -> dict[int, tuple[str, str | None, int | None]]:
+        """slot -> (state, container id, exit code), listed at most once per STATE_TTL_S."""
+        with self._lock:
+            if self.service is None:
+                return {}
+            if time.monotonic() - self._states_at > STATE_TTL_S:
+                states: dict[int, tuple[str, str | None, int | None]] = {}
+                for t in sorted(self.service.tasks(), key=lambda t: t.get("CreatedAt", "")):
+                    st = t.get("Status") or {}
+                    cs = st.get("ContainerStatus") or {}
+                    states[int(t.get("Slot") or 0)] = (
+                        str(st.get("State")),
+                        cs.get("ContainerID"),
+                        cs.get("ExitCode"),
+                    )
+                self._states, self._states_at = states, time.monotonic()
+            return self._states
+
+    def member_state(self, slot: int) -> tuple[str, int | None]:
+        """("starting" | "running" | "done", the task's exit code when it is known)."""
+        state, _, code = self._tasks().get(slot, ("new", None, None))
+        if state in _DONE:
+            return "done", code
+        return ("running" if state == "running" else "starting"), None
+
+    def signal_member(self, slot: int, sig: int) -> None:
+        """A signal to the member's container (this node's; a member on another node is stopped
+        with the service, SIGTERM then SIGKILL after STOP_GRACE_S)."""
+        _, cid, _ = self._tasks().get(slot, ("", None, None))
+        if cid:
+            with contextlib.suppress(Exception):  # gone already, or on another node
+                self.client.api.kill(cid, signal.Signals(sig).name)
+
+    def _remove_service(self, timeout: float = STOP_GRACE_S + 30.0) -> None:
+        if self.service is None:
+            return
+        svc, self.service = self.service, None
+        with contextlib.suppress(Exception):
+            svc.remove()
+        flt = {"label": f"com.docker.swarm.service.id={svc.id}"}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.client.containers.list(all=True, filters=flt):
+            time.sleep(0.5)
+        for c in self.client.containers.list(all=True, filters=flt):  # what swarm did not reap
+            with contextlib.suppress(Exception):
+                c.remove(force=True)
+
+
+def clean_run(run: str) -> None:
+    """Remove what a run's member service left (by its label), e.g. after a crash."""
+    client = images.docker_client(timeout=60)
+    for s in client.services.list(filters={"label": f"{LABEL}={run}"}):
+        with contextlib.suppress(Exception):
+            s.remove()
+    for c in client.containers.list(all=True, filters={"label": f"{LABEL}={run}"}):
+        with contextlib.suppress(Exception):
+            c.remove(force=True)
