@@ -11,7 +11,7 @@ from typing import Any
 from harness.contracts import runrecord
 from harness.contracts.faultlog import read_windows
 from harness.contracts.manifest import EvidenceError, check_kind, run_window, ts_ok
-from harness.contracts.msglog import iter_records
+from harness.contracts.msglog import clock_offsets, iter_records
 from harness.verdict.judge import read_verdict
 
 
@@ -65,7 +65,15 @@ def load_run(run_dir: Path) -> RunData:
         for w in read_windows(run_dir / "faults.jsonl").windows
         if ts_ok(w.start, window)
     ]
-    agents = {log.parent.name: [r for r in iter_records(log) if ts_ok(r.get("ts"), window)] for log in logs}
+    offsets = clock_offsets(run)  # an agent on another host's clock (--backend swarm)
+    agents = {
+        log.parent.name: [
+            r
+            for r in iter_records(log, offset_s=offsets.get(log.parent.name, 0.0))
+            if ts_ok(r.get("ts"), window)
+        ]
+        for log in logs
+    }
     messages: list[dict[str, Any]] = []
     parquet = run_dir / "analysis" / "messages.parquet"
     if parquet.exists():
