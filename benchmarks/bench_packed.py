@@ -76,6 +76,7 @@ class Sampler:
     def __init__(self, pids: list[int]) -> None:
         self.procs = [psutil.Process(p) for p in pids]
         self.peak = 0
+        self.fds = 0  # the most open descriptors of one process
 
     def cpu(self) -> float:
         total = 0.0
@@ -93,6 +94,11 @@ class Sampler:
             with contextlib.suppress(psutil.NoSuchProcess):
                 now += p.memory_info().rss
         self.peak = max(self.peak, now)
+        fds = 0
+        for p in self.procs:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                fds = max(fds, p.num_fds())
+        self.fds = max(self.fds, fds)
         return now
 
     def wait(self, cond: Callable[[], bool], timeout: float) -> bool:
@@ -183,6 +189,7 @@ def measure(env: Environment, model: str, n: int) -> dict[str, Any]:
         "rss_mb_per_member": round(s.peak / n / 1e6, 2), "rss_mb_total": round(s.peak / 1e6, 1),
         "cpu_s_start_per_member": round(start_cpu / n, 3),
         "cpu_s_workload_per_member": round(work_cpu / n, 3),
+        "max_fds_per_process": s.fds,
         "idle_cores": round(idle, 3), "idle_ms_per_s_per_member": round(idle * 1000 / n, 3),
     }  # fmt: skip
 

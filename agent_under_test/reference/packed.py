@@ -17,6 +17,7 @@ exits 2 with one line naming the file.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import os
@@ -36,6 +37,7 @@ PROG = "agent_under_test.reference.packed"
 REFERENCE_MODULE = "agent_under_test.reference"
 # The members' threads mostly wait in select(); a small stack keeps thousands of them cheap.
 THREAD_STACK = 512 * 1024
+FD_COLLECT_AT = 600
 
 
 def agent_class(module: str) -> type[ReferenceAgent]:
@@ -77,6 +79,18 @@ def raise_fd_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
+def reclaim_fds() -> None:
+    """A closed paho client keeps its wake-up socket pair until the cycle collector frees it
+    (the client and its link refer to each other); paho's loop() waits in select(), which fails
+    on a descriptor past FD_SETSIZE. Collect once the open descriptors near it."""
+    try:
+        n = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return
+    if n > FD_COLLECT_AT:
+        gc.collect()
+
+
 def run_members(members: list[ReferenceAgent], stopping: threading.Event) -> None:
     """Run every member on its own thread until `stopping`, then wait for their shutdowns."""
     threads = [threading.Thread(target=m.run, name=f"member-{m.wl.agent}", daemon=True) for m in members]
@@ -85,6 +99,7 @@ def run_members(members: list[ReferenceAgent], stopping: threading.Event) -> Non
     while not stopping.wait(0.5):
         if not any(t.is_alive() for t in threads):
             return
+        reclaim_fds()
     for m in members:
         m.stop.set()
     deadline = time.monotonic() + SHUTDOWN_BUDGET_S + 1.0

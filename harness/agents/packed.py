@@ -26,8 +26,9 @@ _OWN_AGENT = re.compile(
 )
 PACK_MODULE = "agent_under_test.reference.packed"
 #: members per process at most: paho's loop waits in select(), which takes no descriptor past
-#: 1023, and a member holds about 7 (its log, two connections, each with paho's wake-up pair)
-PACK_CAP = 100
+#: 1023, and a member holds up to 10 (its log; its subscriber's and publisher's connections and
+#: a probe's, each with paho's wake-up socket pair)
+PACK_CAP = 50
 PACK_ENV = "BFH_FLEET_PACK"
 PACK_BY_DEFAULT = False  # until the fleet tests passed packed on real brokers
 

@@ -140,7 +140,7 @@ def _add_runs(add: Add, sub: Any) -> None:
         type=int,
         default=None,
         help="fleet members per process for the harness's own agent (0: one process each; "
-        "default: spread over the cores, at most 100; docs/fleet.md)",
+        "default: spread over the cores, at most 50; docs/fleet.md)",
     )
     r.add_argument("--rounds", type=positive(int), default=1, help=ROUNDS_HELP)
 
