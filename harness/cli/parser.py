@@ -116,7 +116,7 @@ def _add_runs(add: Add, sub: Any) -> None:
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--json", action="store_true", help="print the outcome as JSON (catalog scenarios)")
     r.add_argument("--agent-cmd", default=None, help="agent command template with {config} {workload} {log}")
-    r.add_argument("--backend", default="local", choices=["local", "docker"])
+    r.add_argument("--backend", default="local", choices=["local", "docker", "swarm"])
     own = "default: the scenario's own; without a scenario"
     r.add_argument("--count", type=positive(int), default=None, help=f"messages to publish ({own} 300)")
     r.add_argument("--rate", type=positive(float), default=None, help=f"messages per second ({own} 10)")
@@ -164,7 +164,7 @@ def _add_runs(add: Add, sub: Any) -> None:
     v.add_argument("--budget", default=None, help="stop starting runs at this wall time (600, 90s, 10m, 1h)")
     v.add_argument("--parallel", type=positive(int), default=None, help="runs at once (default: by size)")
     v.add_argument("--junitxml", default=None, help="write one JUnit test case per matrix cell here")
-    v.add_argument("--backend", default="local", choices=["local", "docker"])
+    v.add_argument("--backend", default="local", choices=["local", "docker", "swarm"])
     v.add_argument("--agent-cmd", default=None, help="agent command template with {config} {workload} {log}")
     v.add_argument("--seed", type=int, default=1)
     v.add_argument("--reports", default="reports")

@@ -92,7 +92,7 @@ class Environment:
         witness: bool | None = None,
     ) -> Iterator[Environment]:
         """`witness`: run the broker witness's advisory observer (default: unless BFH_WITNESS=0;
-        local backend only); brokers/events.jsonl is collected at teardown either way."""
+        local and swarm backends only); brokers/events.jsonl is collected at teardown either way."""
         run_dir = Path(run_dir).resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         run_id = run_id or run_dir.name
@@ -130,7 +130,8 @@ class Environment:
             obs = None
             try:
                 be.start()
-                if (witness_observer.enabled() if witness is None else witness) and backend == "local":
+                observe = witness_observer.enabled() if witness is None else witness
+                if observe and backend in ("local", "swarm"):  # swarm's brokers are local processes
                     obs = witness_observer.start(plan, run_dir)
                 yield env
             finally:

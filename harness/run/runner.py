@@ -21,7 +21,7 @@ from harness.agents.packed import launch_all
 from harness.contracts import manifest, runrecord
 from harness.faults.nemesis import Nemesis
 from harness.faults.schedule import Schedule
-from harness.run import traffic
+from harness.run import members, traffic
 from harness.run.env import REPORTS, Environment, new_run_dir
 from harness.run.loadprobe import LoadProbe
 from harness.topology import Topology
@@ -94,10 +94,11 @@ class Loop:
         self.load = LoadProbe.of(env)  # the machine's load, for the verdict's overload rule
 
     def _launch_batch(self, specs: list[AgentSpec]) -> list[AgentProcess]:
-        """Launched at once; fleet members of the harness's own agent packed (harness.agents.packed)."""
+        """Launched at once; fleet members of the harness's own agent packed (harness.agents.packed),
+        or the backend's own members (harness.run.members: --backend swarm)."""
         now = time.time()
         self.launched.update({s.name: now for s in specs})
-        agents = launch_all(specs, self.env.run_dir, self.env.run_id)
+        agents = members.launch(self.env, specs, launch_all)
         self.agents += agents
         return agents
 
