@@ -1,17 +1,20 @@
 """Fleet capacity: the largest fleet of reference agents this machine drives with a correct verdict.
 
     .venv/bin/python -m pytest benchmarks/bench_fleet.py -m benchmark -s -p no:xdist
-    BFH_FLEET_SIZES=100 BFH_FLEET_RUNS=3 BFH_FLEET_EVENTS=1000 (the defaults) ...
+    BFH_FLEET_SIZES=100 BFH_FLEET_RUNS=3 BFH_FLEET_EVENTS=1000 BFH_FLEET_STATUS=30 (the defaults) ...
+    BFH_FLEET_AGENT_CMD: another agent command (a defect's: agent_under_test.defects.command)
 
 Each size in BFH_FLEET_SIZES (ascending) runs `fleet-masterslave` (one pair, kill -9 the master)
 BFH_FLEET_RUNS times, with the controller publishing BFH_FLEET_EVENTS topology events at
 BFH_FLEET_RATE per second (20)
 (fan-out: events x agents deliveries; each agent adds 30 status events to the controller). Per
 run: the verdict, the wall time, deliveries reconciled, the reconcile time, deliveries per second
-through the fault proxy (receipts over the traffic phase), and the agents' peak memory (RSS) and
-CPU time per agent, sampled from /proc every 0.5 s. Medians per size are printed and written to
-reports/bench-fleet-<time>.json. A size whose median run fails its verdict or takes more than
-BFH_FLEET_LIMIT_S (300) is the limit: larger sizes are not tried.
+through the fault proxy (receipts over the traffic phase), the agents' peak memory (RSS; packed
+members: their processes' summed, per member) and CPU time per agent, sampled from /proc every
+0.5 s, and the fleet promises' figures (recovery p50/p95/max, the storm's peak, every agent
+back). Medians per size are printed and written to reports/bench-fleet-<time>.json. A size
+whose median run fails its verdict or takes more than BFH_FLEET_LIMIT_S (300) is the limit:
+larger sizes are not tried.
 """
 
 from __future__ import annotations
@@ -70,19 +73,28 @@ class AgentSampler:
                     continue
 
 
-def one_run(size: int, events: int, reports: Path, rate: float = 20.0) -> dict[str, Any]:
-    sc = catalog.with_changes("fleet-masterslave", count=events, rate=rate)
+def one_run(size: int, events: int, reports: Path, rate: float = 20.0, status: int = 30) -> dict[str, Any]:
+    base = catalog.SCENARIOS["fleet-masterslave"]
+    params = {**base.params, "status_count": status}
+    sc = catalog.with_changes("fleet-masterslave", count=events, rate=rate, params=params)
+    agent_cmd = os.environ.get("BFH_FLEET_AGENT_CMD") or None  # e.g. a defect's command
     t0 = time.monotonic()
-    with AgentSampler("agent_under_test.reference") as s, AgentSampler("activemq.jar") as brokers:
+    with AgentSampler("agent_under_test.") as s, AgentSampler("activemq.jar") as brokers:
         out = catalog.run(
-            sc, catalog.topology_named("pair"), reports=reports, show_progress=False, fleet=size
+            sc,
+            catalog.topology_named("pair"),
+            reports=reports,
+            show_progress=False,
+            fleet=size,
+            agent_cmd=agent_cmd,
         )
     r = out.result
     summary = r.summary or {}
     deliveries = int((summary.get("deliveries") or {}).get("expected", 0))
     receipts = int((summary.get("totals") or {}).get("receipts", deliveries) or deliveries)
     traffic_s = r.phases_s.get("traffic", 0.0) + r.phases_s.get("settle", 0.0)
-    n = max(len(s.rss), 1)
+    n = size + 2  # the members and the controller's two roles, packed or not
+    v = r.verdict
     return {
         "size": size,
         "verdict": out.verdict,
@@ -91,9 +103,12 @@ def one_run(size: int, events: int, reports: Path, rate: float = 20.0) -> dict[s
         "deliveries": deliveries,
         "reconcile_s": r.phases_s.get("reconcile"),
         "deliveries_per_s": round(receipts / traffic_s, 1) if traffic_s else None,
-        "agents_sampled": len(s.rss),
+        "agent_processes": len(s.rss),
         "rss_mb_per_agent": round(sum(s.rss.values()) / n / 1e6, 1),
+        "rss_gb_agents": round(sum(s.rss.values()) / 1e9, 2),  # each process's peak, summed
         "cpu_s_per_agent": round(sum(s.cpu.values()) / n, 2),
+        "fleet_recovery": v.check("fleet_recovery").detail if v else None,
+        "reconnect_storm": v.check("reconnect_storm").detail if v else None,
         # the brokers' CPU over the traffic: near 1 core, the topic's dispatch is the limit
         "broker_cores": round(sum(brokers.cpu.values()) / traffic_s, 2) if traffic_s else None,
         "phases_s": r.phases_s,
@@ -121,11 +136,12 @@ def test_fleet_capacity(tmp_path: Path) -> None:
     n_runs = int(os.environ.get("BFH_FLEET_RUNS", "3"))
     events = int(os.environ.get("BFH_FLEET_EVENTS", "1000"))
     rate = float(os.environ.get("BFH_FLEET_RATE", "20"))
+    status = int(os.environ.get("BFH_FLEET_STATUS", "30"))  # status events per member
     limit_s = float(os.environ.get("BFH_FLEET_LIMIT_S", "300"))
     reports = Path(os.environ.get("BFH_FLEET_REPORTS", str(tmp_path / "reports")))
     table, largest = [], 0
     for size in sorted(sizes):
-        runs = [one_run(size, events, reports, rate) for _ in range(n_runs)]
+        runs = [one_run(size, events, reports, rate, status) for _ in range(n_runs)]
         for x in runs:
             print(f"\nfleet {size}: {json.dumps({k: v for k, v in x.items() if k != 'phases_s'})}")
         m = medians(runs)
