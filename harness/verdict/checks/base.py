@@ -39,6 +39,18 @@ HEALS = logged_names("heal")  # bringing a killed broker back: the heal of a fau
 BROKER_OUTAGES = logged_names("outage")  # the target serves no client while the window lasts
 
 
+@dataclass(frozen=True)
+class Breach:
+    """One violation of a timing promise, as the overload rule reads it (harness/verdict/
+    overload.py): the wall-time span of its evidence and the seconds past the bound (a rate's: the
+    seconds its attempts would need to fit the bound, `rate`)."""
+
+    start: float
+    end: float
+    past_s: float
+    rate: bool = False
+
+
 @dataclass
 class Check:
     promise: str
@@ -50,6 +62,9 @@ class Check:
     blame: str | None = None  # whose fault its failures are, when the checker knows (broker findings)
     #: what the checker measured, by harness.contracts.scorecard.MEASURES name (small: percentiles)
     measures: dict[str, list[float]] = field(default_factory=dict)
+    #: a timing checker's violations, every one (not only the evidence shown): a Breach, or None
+    #: for one with no time past a bound (never back, a stall); read by verdict/overload.py
+    breaches: list[Breach | None] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
