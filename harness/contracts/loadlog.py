@@ -8,7 +8,8 @@ not give the harness and brokers the CPU they needed. One line per sample (about
      (oversleep of a 0.1 s sleep) since the last sample, "probe_sum_s": their sum, "probe_n": how
      many sleeps, "proxy_s": the fault proxy API's round trip (null: no answer), "brokers":
      {broker: seconds from TCP connect to the broker's first OpenWire byte, null: refused or
-     unreachable (down, or a slave waiting for the lock)}, "load1": the 1-minute load average}
+     unreachable (down, or a slave waiting for the lock)}, "load1": the 1-minute load average,
+     "cpus": the CPUs the harness may run on (load1 / cpus: the run queue per core)}
 
 run.json `observations.load` holds the summary (`summarize`): max and p99 per source and the
 worst samples with their wall-clock times.
@@ -29,13 +30,20 @@ LOAD_FILE = "load.jsonl"
 #: 0.1 s sleep: ~4 ms idle, 20-80 ms beside `stress-ng --cpu 2|8|32`: wake-ups stay cheap on a
 #: CPU-bound machine; half a second is a stall)
 OVERLOADED_S = 0.5
+#: a run queue of this many runnable threads per core (load1 / cpus) starves every process: each
+#: gets about 1/L of a core, so a chain of work (an agent's publish, the broker's ack) takes about
+#: L times as long. Measured on 2 cores: beside `stress-ng --cpu 2` the harness's runs stay at
+#: load1 <= 8 (<= 4 per core), while the fresh-clone extended tier that starved the ops example's
+#: acks (5.5 s) ran at 22 (11 per core) with the probe's oversleep under 0.5 s: a sleeper's
+#: wake-up stays cheap on a CPU-bound machine, so only the run queue shows that starvation.
+STARVED_PER_CORE = 6.0
 #: a broker that accepted but sent nothing within this is recorded with this value: paused, or
 #: frozen; the run summary counts these apart (only the verdict knows the faults' windows)
 NO_ANSWER_S = 1.0
 WORST = 5
 
 
-def _num(x: Any) -> float | None:
+def num(x: Any) -> float | None:
     if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
         return None
     return float(x)
@@ -45,17 +53,31 @@ def delay(row: dict[str, Any], skip_brokers: Iterable[str] = ()) -> tuple[float,
     """A sample's delay: the worst of the probe's oversleep, the proxy's round trip and the
     answering brokers' (but those in `skip_brokers`: under a fault, slow by design), and its
     source."""
-    best, source = _num(row.get("probe_max_s")) or 0.0, "harness probe"
-    proxy = _num(row.get("proxy_s"))
+    best, source = num(row.get("probe_max_s")) or 0.0, "harness probe"
+    proxy = num(row.get("proxy_s"))
     if proxy is not None and proxy > best:
         best, source = proxy, "fault proxy API"
     skip = set(skip_brokers)
     brokers = row.get("brokers")
     for name, answer in sorted(brokers.items() if isinstance(brokers, dict) else ()):
-        s = _num(answer)
+        s = num(answer)
         if name not in skip and s is not None and s > best:
             best, source = s, f"broker {name}"
     return best, source
+
+
+def per_core(row: dict[str, Any]) -> float | None:
+    """The sample's run queue per core (load1 / cpus); None without both (a folder from before)."""
+    load, n = num(row.get("load1")), num(row.get("cpus"))
+    return None if load is None or not n or n <= 0 else load / n
+
+
+def starved_s(row: dict[str, Any], interval_s: float = 1.0) -> float:
+    """The seconds a runnable thread can have lost to the run queue over `interval_s` before this
+    sample: (1 - 1/L) of it at L runnable threads per core, counted only from STARVED_PER_CORE on
+    (below it the queue is a busy machine's, not a starved one's: the probe's delays speak)."""
+    q = per_core(row)
+    return interval_s * (1.0 - 1.0 / q) if q is not None and q >= STARVED_PER_CORE else 0.0
 
 
 def clock(ts: float) -> str:
@@ -86,7 +108,7 @@ def read(run_dir: Path) -> list[dict[str, Any]]:
             r = json.loads(line)
         except ValueError:
             continue
-        if isinstance(r, dict) and _num(r.get("ts")) is not None:
+        if isinstance(r, dict) and num(r.get("ts")) is not None:
             rows.append(r)
     return sorted(rows, key=lambda r: float(r["ts"]))
 
@@ -104,21 +126,25 @@ def summarize(rows: list[dict[str, Any]], probe_delays: list[float]) -> dict[str
         float(s)
         for r in rows
         for s in ((r.get("brokers") or {}).values() if isinstance(r.get("brokers"), dict) else ())
-        if _num(s) is not None
+        if num(s) is not None
     ]
     mute = [_mute(r) for r in rows]
     worst = sorted(zip(rows, mute, strict=True), key=lambda rm: -delay(*rm)[0])[:WORST]
-    loads = [x for r in rows if (x := _num(r.get("load1"))) is not None]
+    loads = [x for r in rows if (x := num(r.get("load1"))) is not None]
+    queues = [q for r in rows if (q := per_core(r)) is not None]
     return {
         "file": LOAD_FILE,
         "samples": len(rows),
         "probe": _stats(probe_delays),
-        "proxy": _stats([x for r in rows if (x := _num(r.get("proxy_s"))) is not None]),
+        "proxy": _stats([x for r in rows if (x := num(r.get("proxy_s"))) is not None]),
         "brokers": {
             **_stats([s for s in brokers if s < NO_ANSWER_S]),
             "no_answer": sum(1 for s in brokers if s >= NO_ANSWER_S),
         },
         "load1_max": max(loads, default=None),
+        "cpus": next((num(r.get("cpus")) for r in rows if num(r.get("cpus"))), None),
+        "load1_per_core_max": round(max(queues), 2) if queues else None,
+        "starved_samples": sum(1 for q in queues if q >= STARVED_PER_CORE),
         "overloaded_samples": sum(
             1 for r, m in zip(rows, mute, strict=True) if delay(r, m)[0] >= OVERLOADED_S
         ),
@@ -134,4 +160,4 @@ def _mute(row: dict[str, Any]) -> set[str]:
     """The brokers that did not answer in a sample (a pause or a freeze: the summary cannot tell)."""
     brokers = row.get("brokers")
     items = brokers.items() if isinstance(brokers, dict) else ()
-    return {name for name, s in items if (x := _num(s)) is not None and x >= NO_ANSWER_S}
+    return {name for name, s in items if (x := num(s)) is not None and x >= NO_ANSWER_S}

@@ -6,7 +6,8 @@ Two daemon threads in the harness process, started and stopped by the run loop (
   and total delay since the last one, the fault proxy API's round trip, each broker's time from
   TCP connect to its first OpenWire byte (WireFormatInfo, sent by the JVM on accept: the broker's
   own responsiveness; the socket closes before any handshake, so the broker makes no connection
-  of it and logs nothing), and the 1-minute load average.
+  of it and logs nothing), the 1-minute load average and the CPUs the harness may use (the run
+  queue per core: a starved machine whose sleepers still wake on time shows there).
 Cheap: one proxy GET and one socket per broker a second. `stop()` writes RUN_DIR/load.jsonl and
 returns the summary run.json keeps (`observations.load`).
 """
@@ -27,6 +28,7 @@ PROBE_S = 0.1
 SAMPLE_S = 1.0
 #: a broker or the proxy slower than this to answer counts as this (a paused broker: the fault)
 ANSWER_TIMEOUT_S = loadlog.NO_ANSWER_S
+CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def broker_answer_s(host: str, port: int, timeout: float = ANSWER_TIMEOUT_S) -> float | None:
@@ -108,6 +110,7 @@ class LoadProbe:
             "proxy_s": _rounded(self._proxy_s()),
             "brokers": {n: _rounded(broker_answer_s(h, p)) for n, (h, p) in sorted(self.brokers.items())},
             "load1": round(os.getloadavg()[0], 2),
+            "cpus": CPUS,
         }
         self.rows.append(row)
         return row

@@ -4,6 +4,7 @@ that accepts and stays silent (paused), one that refuses (down); samples and sum
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -63,5 +64,8 @@ def test_the_probe_samples_and_writes_its_summary(tmp_path):
     assert all(r["brokers"]["b2"] is None and r["brokers"]["b1"] < ANSWER_TIMEOUT_S for r in rows)
     assert sum(r["probe_n"] for r in rows) >= 15  # ~10 sleeps a second
     assert summary["probe"]["max_s"] is not None and summary["worst"][0]["at"].endswith("UTC")
+    # the run queue per core: load1 over the CPUs the harness may use
+    assert all(r["cpus"] == len(os.sched_getaffinity(0)) for r in rows)
+    assert summary["load1_per_core_max"] == round(max(r["load1"] / r["cpus"] for r in rows), 2)
     json.dumps(summary)  # run.json takes it as it is
     assert probe.stop() is None  # stopped once

@@ -15,6 +15,7 @@ from harness.contracts import loadlog
 from harness.pytest_plugin.conformance.test_catalog import assert_verdict
 from harness.verdict import RunView, judge
 from harness.verdict.checks import Check, liveness, publish_latency
+from harness.verdict.checks.base import Breach
 from harness.verdict.overload import RERUN, apply, judge_check
 from harness.verdict.view import Window
 from tests.verdict.test_checks import HEALTHY, RUN, SUMMARY, A, r
@@ -22,8 +23,9 @@ from tests.verdict.test_checks import HEALTHY, RUN, SUMMARY, A, r
 QUIET = 0.004  # the probe's worst oversleep beside `stress-ng --cpu 2` (measured)
 
 
-def samples(tmp_path: Path, stalls: dict[float, float], until: float = 40.0, brokers=None) -> None:
-    """One sample a second; `stalls`: ts -> the probe's delay at that sample."""
+def samples(tmp_path: Path, stalls: dict[float, float], until: float = 40.0, brokers=None, load=None) -> None:
+    """One sample a second on 2 cores; `stalls`: ts -> the probe's delay at that sample; `load`:
+    ts -> the 1-minute load average (2.5 otherwise: beside `stress-ng --cpu 2`)."""
     rows = [
         {
             "ts": float(t),
@@ -32,7 +34,8 @@ def samples(tmp_path: Path, stalls: dict[float, float], until: float = 40.0, bro
             "probe_n": 9,
             "proxy_s": 0.002,
             "brokers": (brokers or {}).get(float(t), {"pair-1": 0.003, "pair-2": None}),
-            "load1": 2.5,
+            "load1": (load or {}).get(float(t), 2.5),
+            "cpus": 2,
         }
         for t in range(int(until))
     ]
@@ -117,19 +120,35 @@ def test_ungated_or_passing_promises_and_runs_without_samples_are_left_alone(tmp
     assert apply(v, [ok], ["liveness"]) == ([ok], [])
 
 
-STORM = "{rate} connection attempts/s over 2 s from 20 roles (bound 9 per role: 180/s)"  # checks/fleet.py
+def storm(rate: float) -> Check:
+    """reconnect_storm's violation as checks/fleet.py fills it: 20 roles, bound 9 per role (180/s)."""
+    what = f"{rate:g} connection attempts/s over 2 s from 20 roles (bound 9 per role: 180/s)"
+    return Check(
+        "reconnect_storm",
+        "fail",
+        1,
+        [{"ts": 10.0, "what": what}],
+        breaches=[Breach(8.0, 12.0, 2 * (rate / 180 - 1), rate=True)],
+    )
 
 
 def test_rates_read_as_the_time_their_attempts_would_need(tmp_path):
     v = view(tmp_path, HEALTHY)
-    lockstep = Check("reconnect_storm", "fail", 1, [{"ts": 10.0, "what": STORM.format(rate=400)}])
+    lockstep = storm(400)
     samples(tmp_path, {10.0: 0.6})  # lock-step: 400/s vs 180/s needs 2.4 s of stalls in [8, 12]
     assert judge_check(v, lockstep, loadlog_delays(v)).status == "fail"
     samples(tmp_path, {9.0: 1.3, 11.0: 1.3})
     assert judge_check(v, lockstep, loadlog_delays(v)).status == "unknown"
-    burst = Check("reconnect_storm", "fail", 1, [{"ts": 10.0, "what": STORM.format(rate=200)}])
+    burst = storm(200)
     samples(tmp_path, {10.0: 0.6})  # 200/s: 0.2 s of compression, within one 0.6 s stall
     assert judge_check(v, burst, loadlog_delays(v)).status == "unknown"
+    # a run queue slows every thread alike: it explains lateness, never a rate
+    samples(tmp_path, {}, load={float(t): 22.0 for t in range(40)})
+    assert judge_check(v, burst, loadlog_delays(v)).status == "fail"
+    # a violation its checker did not read as a breach (a hand-made check, a `never`) stays a fail
+    samples(tmp_path, {9.0: 1.3, 11.0: 1.3})
+    unread = Check("reconnect_storm", "fail", 1, [{"ts": 10.0, "what": "every agent back never"}])
+    assert judge_check(v, unread, loadlog_delays(v)) is unread
 
 
 def loadlog_delays(v: RunView):
@@ -222,3 +241,55 @@ def test_recovery_reads_back_as_its_checker_does(tmp_path):
     assert c.status == "fail"
     samples(tmp_path, {8.0: 2.5}, until=70)  # explains 2.5 s, not the 8 s past the bound
     assert apply(v, [c], ["recovery"])[0][0].status == "fail"
+
+
+# -- a starved machine whose sleepers still wake on time (issue 42: the ops example's baseline) --
+def slow_publish(d: Path, latency: float) -> list[dict[str, Any]]:
+    return [*HEALTHY, r(20.0, "send_attempt", msg_id="m2", broker=A), r(20.0 + latency, "sent", msg_id="m2")]
+
+
+def test_a_starved_run_queue_explains_a_late_ack(tmp_path):
+    # the fresh-clone extended tier: acks 5.5 s late at load average 22 on 2 cores, the probe's
+    # oversleep under 0.5 s the whole time
+    late = slow_publish(tmp_path, 5.5)
+    v = view(tmp_path, late)
+    c = publish_latency(v)
+    assert c.status == "fail" and c.breaches == [Breach(20.0, 25.5, 0.5)]
+    samples(tmp_path, {t: 0.3 for t in range(40)}, load={float(t): 22.0 for t in range(40)})
+    got = apply(v, [c], ["publish_latency"])[0][0]
+    assert got.status == "unknown" and RERUN in got.detail
+    assert got.evidence[0]["what"].startswith(
+        "machine overloaded: run queue 11.0 per core (load average 22.0 on 2 cores)"
+    )
+    assert got.breaches == c.breaches and got.measures == c.measures  # the rest of the check kept
+
+
+def test_a_busy_queue_below_the_threshold_explains_nothing(tmp_path):
+    # beside `stress-ng --cpu 2` the harness's runs stay at load <= 8 on 2 cores (4 per core)
+    v = view(tmp_path, slow_publish(tmp_path, 5.5))
+    samples(tmp_path, {}, load={float(t): 8.0 for t in range(40)})
+    assert apply(v, [publish_latency(v)], ["publish_latency"])[0][0].status == "fail"
+    # a folder whose samples lack `cpus` (before it was recorded): no run queue per core, as before
+    rows = [{k: x for k, x in row.items() if k != "cpus"} | {"load1": 22.0} for row in loadlog.read(tmp_path)]
+    loadlog.write(tmp_path, rows)
+    assert apply(v, [publish_latency(v)], ["publish_latency"])[0][0].status == "fail"
+
+
+def test_a_defects_breach_beyond_the_starved_reach_still_fails(tmp_path):
+    # heartbeat_liveness beside an overloaded machine: noticed 17 s after a fault at 2.0 is 9 s past
+    # the bound; 12 runnable per core for 3 s near it take at most 2.75 s
+    load = {float(t): (24.0 if 8 <= t <= 10 else 3.0) for t in range(40)}
+    samples(tmp_path, {}, load=load)
+    assert judged(tmp_path, noticed(17.0), [paused_a()]).status == "fail"
+    # starved over the whole span: 12 per core from the fault to the notice explains it
+    samples(tmp_path, {}, load={float(t): 24.0 for t in range(40)})
+    assert judged(tmp_path, noticed(17.0), [paused_a()]).status == "unknown"
+
+
+def test_the_run_queue_is_recorded_and_summarized(tmp_path):
+    rows = [
+        {"ts": float(t), "probe_max_s": 0.01, "load1": 22.0 if t == 3 else 4.0, "cpus": 2} for t in range(5)
+    ]
+    summary = loadlog.summarize(rows, [0.01])
+    assert summary["cpus"] == 2 and summary["load1_per_core_max"] == 11.0 and summary["starved_samples"] == 1
+    assert loadlog.starved_s(rows[3]) == pytest.approx(1 - 1 / 11) and loadlog.starved_s(rows[0]) == 0.0

@@ -11,6 +11,7 @@ from typing import Any
 from harness.contracts.scorecard import measure_name
 from harness.verdict.checks.base import (
     BROKER_OUTAGES,
+    Breach,
     Check,
     bound,
     connections,
@@ -37,6 +38,7 @@ def liveness(v: RunView) -> Check:
     liveness bound (the OS TCP timeout is no liveness check)."""
     limit = bound(v, "liveness_bound_s")
     bad, judged = [], False
+    breaches: list[Breach | None] = []
     for w in v.faults:
         if w.fault not in BROKER_OUTAGES:
             continue
@@ -49,6 +51,7 @@ def liveness(v: RunView) -> Check:
                 horizon = w.end if w.end is not None else v.traffic_end()
                 if t1 - w.start > limit and (horizon - w.start) > limit:
                     took = "never" if t1 == float("inf") else f"after {t1 - w.start:.1f} s"
+                    breaches.append(None if t1 == float("inf") else Breach(w.start, t1, t1 - w.start - limit))
                     bad.append(
                         {
                             "ts": rounded(w.start),
@@ -61,9 +64,11 @@ def liveness(v: RunView) -> Check:
                     )
     if not judged:
         return not_applicable("liveness", "no fault cut a standing connection")
-    return verdict_of(
+    out = verdict_of(
         "liveness", bad, "a dead or silent broker not noticed within the liveness bound", v.faults
     )
+    out.breaches = breaches
+    return out
 
 
 def address(url: Any) -> str:
@@ -114,6 +119,7 @@ def connect_timeout(v: RunView) -> Check:
     limit = bound(v, "connect_bound_s")
     first_fault = min((w.start for w in v.faults), default=float("inf"))
     bad, judged = [], False
+    breaches: list[Breach | None] = []
     for agent, t0 in started.items():
         recs = v.records.get(agent, [])
         firsts: dict[str, float] = {}
@@ -133,6 +139,7 @@ def connect_timeout(v: RunView) -> Check:
             judged = True
             if t is None or t - t0 > grace:
                 took = f"{t - t0:.1f} s after launch" if t is not None else "never"
+                breaches.append(None if t is None else Breach(t0, t, t - t0 - grace))
                 bad.append(
                     {
                         "ts": rounded(t0),
@@ -149,9 +156,12 @@ def connect_timeout(v: RunView) -> Check:
         judged = True
         if (e["agent"], e["role"]) not in seen:
             bad.append(e)
+            breaches.append(None)  # gave up: no time past a bound
     if not judged:
         return not_applicable("connect_timeout", "no role to judge")
-    return verdict_of("connect_timeout", bad, "a role did not connect while a broker served")
+    out = verdict_of("connect_timeout", bad, "a role did not connect while a broker served")
+    out.breaches = breaches
+    return out
 
 
 def recovery(v: RunView) -> Check:
@@ -165,6 +175,7 @@ def recovery(v: RunView) -> Check:
         bad.append({"what": "the agents stopped publishing (no message sent or dropped for the stall limit)"})
     for agent in v.observations.get("not_subscribed") or []:
         bad.append({"agent": agent, "what": "not subscribed within the harness's subscribe wait"})
+    breaches: list[Breach | None] = [None] * len(bad)  # a stall, a wait: no time past a bound
     stopped = v.observations.get("agents_stopped_ts") or {}
     for agent, recs in v.records.items():
         end_of_run = float(stopped.get(agent) or max((r["ts"] for r in recs), default=0.0))
@@ -191,6 +202,10 @@ def recovery(v: RunView) -> Check:
                 if back is not None:
                     took[measure_name("recovery_s", role)].append(max(0.0, back.ts - lost[role]))
                 else:
+                    later = back_at(v, agent, role, w.start)  # back after the bound, or never
+                    breaches.append(
+                        None if later is None else Breach(w.end, later.ts, later.ts - w.end - limit)
+                    )
                     bad.append(
                         {
                             "ts": rounded(w.end),
@@ -202,6 +217,7 @@ def recovery(v: RunView) -> Check:
                     )
     took["takeover_to_delivery_s"] = _takeover_to_delivery(v)
     out = verdict_of("recovery", bad, "the agent did not come back after a fault", v.faults)
+    out.breaches = breaches
     return measured(out, {k: x for k, x in took.items() if x})
 
 
@@ -287,6 +303,7 @@ def bounded_retry(v: RunView) -> Check:
     `retry_per_url_s` × len(mb.urls) per second per role, over any 5 s."""
     per_url = bound(v, "retry_per_url_s")
     bad, judged = [], False
+    breaches: list[Breach | None] = []
     rates: dict[str, list[float]] = defaultdict(list)  # the scorecard's measures, one per agent
     for agent, recs in v.records.items():
         n_urls = max(len(v.urls(agent)), 1)
@@ -299,6 +316,7 @@ def bounded_retry(v: RunView) -> Check:
             worst = _densest(ts, 5.0)
             rates[measure_name("failed_attempts_per_s", role)].append(worst / 5.0)
             if worst / 5.0 > per_url * n_urls:
+                breaches.append(_retry_breach(ts, worst, per_url * n_urls * 5))
                 bad.append(
                     {
                         "ts": rounded(ts[0]),
@@ -317,6 +335,7 @@ def bounded_retry(v: RunView) -> Check:
         n_urls = max((len(v.urls(a)) for a in v.agents), default=1)
         worst = _densest(rejected, 5.0)
         if worst / 5.0 > per_url * n_urls * n_roles:
+            breaches.append(_retry_breach(rejected, worst, per_url * n_urls * n_roles * 5))
             bad.append(
                 {
                     "ts": rounded(rejected[0]),
@@ -326,9 +345,19 @@ def bounded_retry(v: RunView) -> Check:
             )
     if v.params.get("expect_rejections") and not rejected:
         bad.append({"what": "no login rejected at the brokers: the agent stopped retrying"})
+        breaches.append(None)
     elif not judged:
         return not_applicable("bounded_retry", "no failed connection attempt")
-    return measured(verdict_of("bounded_retry", bad, "retrying without backoff"), rates)
+    out = verdict_of("bounded_retry", bad, "retrying without backoff")
+    out.breaches = breaches
+    return measured(out, rates)
+
+
+def _retry_breach(ts: list[float], worst: int, limit: float) -> Breach:
+    """The densest 5 s of attempts, and the time they would need to fit the bound (a rate)."""
+    ts = sorted(ts)
+    a = next((t for i, t in enumerate(ts[: len(ts) - worst + 1]) if ts[i + worst - 1] - t <= 5.0), ts[0])
+    return Breach(a, a + 5.0, 5.0 * (worst / limit - 1), rate=True)
 
 
 def _densest(ts: list[float], span: float) -> int:

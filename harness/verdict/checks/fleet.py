@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.verdict.checks.base import Check, bound, measured, not_applicable, rounded, verdict_of
+from harness.verdict.checks.base import Breach, Check, bound, measured, not_applicable, rounded, verdict_of
 from harness.verdict.checks.fleetview import FleetView
 from harness.verdict.resubscribed import back_at
 from harness.verdict.view import RunView
@@ -26,9 +26,12 @@ def fleet_recovery(v: RunView) -> Check:
         return not_applicable("fleet_recovery", "no fault took a member's connection down")
     limit = bound(v, "fleet_recover_bound_s")
     bad = []
+    breaches: list[Breach | None] = []
     for r in f.recoveries:
         late = r.after_end_s
         if r.back_ts is None or (late is not None and late > limit):
+            back, start = r.back_ts, min(r.lost_ts, r.start)
+            breaches.append(None if back is None or late is None else Breach(start, back, late - limit))
             took = "never" if r.took_s is None else f"{r.took_s:.1f} s after the fault began"
             bad.append(
                 {
@@ -46,6 +49,7 @@ def fleet_recovery(v: RunView) -> Check:
         f"max {d.get('max')} s after the fault began; slowest: {slow or '-'}"
     )
     out = verdict_of("fleet_recovery", bad, detail, v.faults)
+    out.breaches = breaches
     if d["n"]:
         measured(out, {f"fleet_recovery_{q}_s": [d[q]] for q in ("p50", "p95", "max")})
     out.detail = detail if out.ok else f"a member not back within the bound; {detail}"
@@ -137,7 +141,10 @@ def reconnect_storm(v: RunView) -> Check:
     peak, at = f.peak_per_s(STORM_WINDOW_S)
     peak_1s, _ = f.peak_per_s(1.0)
     bad: list[dict[str, Any]] = []
-    if peak > limit:
+    breaches: list[Breach | None] = []
+    if peak > limit:  # the time its attempts would need to fit the bound: a rate
+        span = STORM_WINDOW_S
+        breaches.append(Breach(at - span, at + span, span * (peak / limit - 1), rate=True))
         bad.append(
             {
                 "ts": rounded(at),
@@ -150,6 +157,8 @@ def reconnect_storm(v: RunView) -> Check:
     for w, took in f.all_back():
         backs.append("never" if took is None else f"{took:.1f} s")
         if took is None or took > back_bound:
+            end = w.end if w.end is not None else w.start
+            breaches.append(None if took is None else Breach(end, end + took, took - back_bound))
             bad.append(
                 {
                     "ts": rounded(w.end if w.end is not None else w.start),
@@ -165,6 +174,7 @@ def reconnect_storm(v: RunView) -> Check:
         f"every agent back after the fault's end: {', '.join(backs) or '-'}"
     )
     out = verdict_of("reconnect_storm", bad, f"reconnect storm over its bounds: {detail}", v.faults)
+    out.breaches = breaches
     measured(
         out,
         {

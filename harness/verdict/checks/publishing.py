@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.verdict.checks.base import (
+    Breach,
     Check,
     bound,
     evidence,
@@ -89,6 +90,7 @@ def publish_latency(v: RunView) -> Check:
     """While a broker serves (no fault window near), a publish is acknowledged within the bound."""
     limit = bound(v, "publish_latency_s")
     bad, judged = [], False
+    breaches: list[Breach | None] = []
     lat: list[float] = []
     for recs in v.records.values():
         firsts = first_attempts(recs)
@@ -101,6 +103,7 @@ def publish_latency(v: RunView) -> Check:
             judged = True
             lat.append(r["ts"] - t0)
             if r["ts"] - t0 > limit:
+                breaches.append(Breach(t0, r["ts"], r["ts"] - t0 - limit))
                 bad.append(
                     evidence(
                         v, r, f"acknowledged {r['ts'] - t0:.1f} s after its first attempt (bound {limit:g} s)"
@@ -109,6 +112,7 @@ def publish_latency(v: RunView) -> Check:
     if not judged:
         return not_applicable("publish_latency", "no publish away from fault windows")
     out = verdict_of("publish_latency", bad, "slow publishes on a serving broker")
+    out.breaches = breaches
     return measured(
         out, {"publish_latency_p50_s": [quantile(lat, 0.5)], "publish_latency_p95_s": [quantile(lat, 0.95)]}
     )
