@@ -1,0 +1,202 @@
+"""OLD against NEW, two scorecards (harness/contracts/scorecard.py): every measure and promise of
+every entry, judged `better`, `same`, `worse` or `not enough rounds` (docs/compare.md)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.compare import stats
+from harness.compare.inputs import CompareError, identity, load_side
+from harness.compare.results import BETTER, FEW, SAME, WORSE, Comparison, MeasureRow, PromiseRow, Side
+from harness.compare.tolerance import Tolerances, default
+from harness.contracts.scorecard import MEASURES, Scorecard, base_name
+
+Rounds = list[Mapping[str, Any]]
+
+
+def compare(
+    old: Scorecard | Mapping[str, Any] | str | Path,
+    new: Scorecard | Mapping[str, Any] | str | Path,
+    tolerances: Tolerances | None = None,
+    alpha: float = stats.ALPHA,
+) -> Comparison:
+    """Compare two scorecards (a Scorecard, its JSON dict, or a path: a scorecard file, a run
+    folder, a folder of run folders; CompareError when one cannot be read). Entries or seeds that
+    differ are `problems` (exit 2); otherwise every measure and promise is judged. Measure names
+    this harness does not know (a newer one's) are left out, as the schema asks."""
+    o, n = load_side(old), load_side(new)
+    tol = tolerances or Tolerances()
+    out = Comparison(identity(o), identity(n), alpha=alpha, tolerance_source=tol.source)
+    old_entries, new_entries = _entries(o), _entries(n)
+    out.problems = _mismatch(old_entries, new_entries)
+    if out.problems:
+        return out
+    for entry in sorted(old_entries):
+        a, b = old_entries[entry], new_entries[entry]
+        out.measures += [_measure_row(entry, m, a, b, tol) for m in _names(a, b, "measures")]
+        out.promises += [_promise_row(entry, p, a, b) for p in _names(a, b, "promises")]
+    _judge(out)
+    return out
+
+
+def _entries(card: Mapping[str, Any]) -> dict[str, Rounds]:
+    out: dict[str, Rounds] = {}
+    for e in card.get("entries") or []:
+        out.setdefault(str(e.get("entry")), []).extend(e.get("rounds") or [])
+    return out
+
+
+def _seeds(rounds: Rounds) -> list[str]:
+    return sorted(str(r.get("seed")) for r in rounds)
+
+
+def _mismatch(old: dict[str, Rounds], new: dict[str, Rounds]) -> list[str]:
+    """Why these two cannot be compared: other entries, other seeds, no round at all."""
+    problems = []
+    if set(old) != set(new):
+        only_old, only_new = sorted(set(old) - set(new)), sorted(set(new) - set(old))
+        problems.append(
+            "different entries: "
+            + "; ".join(
+                x
+                for x in (
+                    f"only in OLD: {', '.join(only_old)}" if only_old else "",
+                    f"only in NEW: {', '.join(only_new)}" if only_new else "",
+                )
+                if x
+            )
+        )
+    for entry in sorted(set(old) & set(new)):
+        so, sn = _seeds(old[entry]), _seeds(new[entry])
+        if so != sn:
+            problems.append(f"{entry}: different seeds (OLD {', '.join(so)}; NEW {', '.join(sn)})")
+    if not problems and not any(old.values()):
+        problems.append("no round on either side")
+    return problems
+
+
+def _names(a: Rounds, b: Rounds, key: str) -> list[str]:
+    found = {str(k) for r in (*a, *b) for k in (r.get(key) or {})}
+    return sorted(k for k in found if key != "measures" or base_name(k) in MEASURES)
+
+
+def _finite(values: Any) -> list[float]:
+    if isinstance(values, int | float) and not isinstance(values, bool):
+        values = [values]
+    out = []
+    for v in values or []:
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(x):
+            out.append(x)
+    return out
+
+
+def _side(rounds: Rounds, measure: str) -> Side:
+    """Each round's value is the median of its samples: the round is the unit the tests count
+    (samples of one round share its takeover and its machine's load), the samples make it sharper."""
+    s = Side()
+    for r in rounds:
+        xs = _finite((r.get("measures") or {}).get(measure))
+        if xs:
+            s.rounds.append(stats.median(xs))
+            s.samples += xs
+    if s.samples:
+        s.median, s.p95 = stats.median(s.samples), stats.p95(s.samples)
+    return s
+
+
+def _measure_row(entry: str, measure: str, a: Rounds, b: Rounds, tol: Tolerances) -> MeasureRow:
+    old, new = _side(a, measure), _side(b, measure)
+    t = tol.of(measure)
+    allowance = t.allowance(stats.median(old.rounds)) if old.rounds else t.absolute
+    return MeasureRow(entry, measure, default(measure)[0], old, new, allowance, t.text())
+
+
+def _promise_row(entry: str, promise: str, a: Rounds, b: Rounds) -> PromiseRow:
+    def count(rounds: Rounds) -> tuple[int, int]:
+        statuses = [str((r.get("promises") or {}).get(promise)) for r in rounds]
+        return statuses.count("fail"), sum(s in ("pass", "fail") for s in statuses)
+
+    (ob, oj), (nb, nj) = count(a), count(b)
+    return PromiseRow(entry, promise, ob, oj, nb, nj)
+
+
+def _constant(row: MeasureRow) -> bool:
+    values = {*row.old.rounds, *row.new.rounds}
+    return bool(row.old.rounds and row.new.rounds) and len(values) == 1
+
+
+def _settled(row: PromiseRow) -> bool:
+    """Kept in every judged round of both sides, or broken in every one: nothing to test."""
+    if not (row.old_judged and row.new_judged):
+        return False
+    return row.old_broken + row.new_broken == 0 or (
+        row.old_broken == row.old_judged and row.new_broken == row.new_judged
+    )
+
+
+def _judge(out: Comparison) -> None:
+    """The family first (which rows can reach alpha / K at all), then each row at that level."""
+    measures = [m for m in out.measures if not _constant(m)]
+    promises = [p for p in out.promises if not _settled(p)]
+    m_floor = {id(m): stats.rank_floor(len(m.old.rounds), len(m.new.rounds)) for m in measures}
+    p_floor = {id(p): stats.promise_floor(p.old_judged, p.new_judged) for p in promises}
+    family = stats.Family.of([*m_floor.values(), *p_floor.values()], out.alpha)
+    out.family, out.level = family.size, family.level
+    # a row that cannot reach the level needs the rounds that could, were it counted too
+    needed_level = out.alpha / max(len(m_floor) + len(p_floor), 1)
+    for m in measures:
+        if family.reachable(m_floor[id(m)]):
+            _test_measure(m, family.level)
+        else:
+            _too_few(m, len(m.old.rounds), len(m.new.rounds), stats.rounds_needed(needed_level))
+    for p in promises:
+        if family.reachable(p_floor[id(p)]):
+            _test_promise(p, family.level)
+        else:
+            _too_few(p, p.old_judged, p.new_judged, stats.rounds_needed(needed_level, stats.promise_floor))
+    for m in out.measures:
+        if _constant(m):
+            m.shift, m.ci, m.why = 0.0, (0.0, 0.0), "the same value in every round of both sides"
+
+
+def _too_few(row: MeasureRow | PromiseRow, n_old: int, n_new: int, needed: int) -> None:
+    row.verdict, row.rounds_needed = FEW, needed
+    if isinstance(row, MeasureRow):
+        row.why = f"{n_old} old and {n_new} new rounds measured it; {needed} per side are needed"
+
+
+def _test_measure(m: MeasureRow, level: float) -> None:
+    o, n = m.old.rounds, m.new.rounds
+    m.shift = stats.hodges_lehmann(o, n)
+    m.ci = stats.shift_interval(o, n, level)
+    m.confidence = round(1 - 2 * level, 6)
+    m.p_worse = stats.shift_p(o, n, m.tolerance, "greater")
+    m.p_better = stats.shift_p(o, n, -m.tolerance, "less")
+    if m.p_worse <= level:
+        m.verdict, m.why = WORSE, f"worse by more than {m.tolerance:.3g} (p = {m.p_worse:.2g} <= {level:.2g})"
+    elif m.p_better <= level:
+        m.verdict, m.why = BETTER, f"better by more than {m.tolerance:.3g} (p = {m.p_better:.2g})"
+    else:
+        m.verdict, m.why = SAME, f"within {m.tolerance:.3g} as far as {len(o)} + {len(n)} rounds tell"
+
+
+def _test_promise(p: PromiseRow, level: float) -> None:
+    old, new = (p.old_broken, p.old_judged), (p.new_broken, p.new_judged)
+    p.p_worse = stats.promise_p(old, new, "greater")
+    p.p_better = stats.promise_p(old, new, "less")
+    p.verdict = WORSE if p.p_worse <= level else BETTER if p.p_better <= level else SAME
+
+
+def rows_of(c: Comparison, verdicts: Iterable[str]) -> list[MeasureRow]:
+    want = set(verdicts)
+    return [m for m in c.measures if m.verdict in want]
+
+
+__all__ = ["BETTER", "CompareError", "FEW", "SAME", "WORSE", "Comparison", "compare", "rows_of"]
