@@ -146,8 +146,12 @@ class SwarmBackend(LocalBackend):
             if self.service is None:
                 return {}
             if time.monotonic() - self._states_at > STATE_TTL_S:
+                try:
+                    tasks = self.service.tasks()
+                except Exception:  # the daemon busy for a moment: the last listing stands
+                    return self._states
                 states: dict[int, tuple[str, str | None, int | None]] = {}
-                for t in sorted(self.service.tasks(), key=lambda t: t.get("CreatedAt", "")):
+                for t in sorted(tasks, key=lambda t: t.get("CreatedAt", "")):
                     st = t.get("Status") or {}
                     cs = st.get("ContainerStatus") or {}
                     states[int(t.get("Slot") or 0)] = (
