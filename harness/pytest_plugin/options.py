@@ -40,7 +40,12 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("bfh_scenarios", "comma-separated catalog entries to run (`bfh run --list`); adds the catalog"),
     Option("bfh_catalog", "add the conformance catalog to the session", False, kind="flag"),
-    Option("bfh_backend", "broker backend: local (default) or docker", "local", ("local", "docker")),
+    Option(
+        "bfh_backend",
+        "broker backend: local (default), docker, or swarm (a fleet's members as a swarm service)",
+        "local",
+        ("local", "docker", "swarm"),
+    ),
     Option("bfh_reports", "folder for run folders and the session report (default: reports/)", "reports"),
     Option(
         "bfh_gate",
