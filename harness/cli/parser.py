@@ -143,6 +143,7 @@ def _add_runs(add: Add, sub: Any) -> None:
         "default: spread over the cores, at most 50; docs/fleet.md)",
     )
     r.add_argument("--rounds", type=positive(int), default=1, help=ROUNDS_HELP)
+    _scorecard_args(r)
 
     sub.add_parser("reconcile", help="run the PySpark reconciliation on RUN_DIR (see --help)", add_help=False)
     sub.add_parser("fault-proxy", help="run the Toxiproxy-compatible fault proxy server", add_help=False)
