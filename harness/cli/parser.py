@@ -173,6 +173,18 @@ def _add_runs(add: Add, sub: Any) -> None:
     v.add_argument("--gate", default=None, choices=["all", "agent"], help=GATE_HELP)
     v.add_argument("--fleet", type=positive(int), default=None, help=FLEET_HELP)
     v.add_argument("--rounds", type=positive(int), default=1, help=ROUNDS_HELP + " (each row N times)")
+    _scorecard_args(v)
+
+
+def _scorecard_args(p: argparse.ArgumentParser) -> None:
+    """The scorecard every `bfh run` and `bfh validate` writes (docs/compare.md)."""
+    p.add_argument(
+        "--scorecard",
+        default=None,
+        help="write the scorecard (every round's promises and measures) here "
+        "(default: REPORTS/scorecard.json; none: not written)",
+    )
+    p.add_argument("--agent-version", default="", help="the agent release's version, kept in the scorecard")
 
 
 def _add_operations(add: Add) -> None:
