@@ -33,8 +33,12 @@ def rounds(args: argparse.Namespace, once: Callable[[argparse.Namespace], int]) 
 
     n = getattr(args, "rounds", 1)
     if n == 1:
-        return once(args)
+        args.outcomes = []
+        code = once(args)
+        write_scorecard(args, [o[2] for o in args.outcomes])
+        return code
     base, worst = args.seed, 0
+    run_dirs: list[Path | None] = []
     junit = getattr(args, "junitxml", None)
     tallies: dict[str, Tally] = {}
     for i in range(n):
@@ -44,6 +48,7 @@ def rounds(args: argparse.Namespace, once: Callable[[argparse.Namespace], int]) 
         err.rule(f"[bold]round {i + 1}/{n}[/] (seed {args.seed})")
         with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
             worst = max(worst, 2 if once(args) == 2 else 0)
+        run_dirs += [o[2] for o in args.outcomes]
         for name, verdict, run_dir, message in args.outcomes:
             replay = " ".join(["bfh", *without_rounds(sys.argv[1:]), "--seed", str(args.seed)])
             tallies.setdefault(name, Tally(name)).rounds.append(Round(i, verdict, run_dir, replay, message))
@@ -53,7 +58,26 @@ def rounds(args: argparse.Namespace, once: Callable[[argparse.Namespace], int]) 
     for t in tallies.values():
         err.print(escape(t.message() if t.failures else t.line()), soft_wrap=True, highlight=False)
     err.print(f"rounds: {out}")
+    write_scorecard(args, run_dirs)
     return worst or (1 if any(t.failures for t in tallies.values()) else 0)
+
+
+def write_scorecard(args: argparse.Namespace, run_dirs: list[Path | None]) -> None:
+    """The command's scorecard (bfh-scorecard/1, docs/compare.md) of the runs it judged: --scorecard
+    PATH, default <--reports>/scorecard.json (`none`: not written). Read from the run folders only."""
+    from harness.contracts.scorecard import FILE_NAME, ScorecardError, save
+    from harness.verdict.scorecard import scorecard_from_runs
+
+    path = getattr(args, "scorecard", None) or str(Path(getattr(args, "reports", "reports")) / FILE_NAME)
+    dirs = [d for d in run_dirs if d is not None and (d / "run.json").is_file()]
+    if path.lower() == "none" or not dirs:
+        return
+    source = "bfh validate" if getattr(args, "cmd", "") == "validate" else "bfh run"
+    try:
+        card = scorecard_from_runs(dirs, source, getattr(args, "agent_version", None) or "")
+        err.print(f"scorecard: {save(card, path)}")
+    except (OSError, ScorecardError) as e:
+        err.print(f"[yellow]scorecard not written:[/] {escape(str(e))}")
 
 
 def round_path(path: Path, round_no: int) -> Path:
