@@ -8,6 +8,7 @@ fixtures read that, never a module global.
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +88,17 @@ OPTIONS: tuple[Option, ...] = (
         None,
         ("mqtt", "stomp", "openwire"),
     ),
+    Option(
+        "bfh_scorecard",
+        "write the session's scorecard (bfh-scorecard/1: every round's promises and measures, "
+        "docs/compare.md) here; default: <bfh_reports>/scorecard.json; `none`: do not write one",
+    ),
+    Option("bfh_agent_version", "the agent release's version, recorded in the scorecard (e.g. 2.4.1)", ""),
+    Option(
+        "bfh_baseline",
+        "compare this session's scorecard with this one (the last release's) and fail the session "
+        "(exit 1) on a regression (bfh compare's statistics; with --bfh-rounds N)",
+    ),
 )
 BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -128,6 +140,9 @@ class Settings:
     rounds: int
     agent_protocol: str | None
     agent_check: str | None = None  # --bfh-agent-check: the contract check before the suite
+    scorecard: str | None = None  # --bfh-scorecard: the path (None: not written)
+    agent_version: str = ""  # --bfh-agent-version
+    baseline: str | None = None  # --bfh-baseline: the scorecard to compare with
 
 
 SETTINGS = pytest.StashKey[Settings]()
@@ -165,6 +180,12 @@ def _gate(gate: str | None, agent: str | None, topology: str | None) -> str:
     return default_gate(gate, None if topology else agent)
 
 
+def _scorecard_path(given: str | None, reports: str) -> str | None:
+    if given and given.strip().lower() == "none":
+        return None
+    return given or os.path.join(reports, "scorecard.json")
+
+
 def settings(config: pytest.Config) -> Settings:
     """The session's Settings, read on first use and kept in config.stash."""
     if SETTINGS in config.stash:
@@ -187,6 +208,9 @@ def settings(config: pytest.Config) -> Settings:
         rounds=int(v["bfh_rounds"]),
         agent_protocol=v["bfh_agent_protocol"],
         agent_check=v["bfh_agent_check"],
+        scorecard=_scorecard_path(v["bfh_scorecard"], str(v["bfh_reports"])),
+        agent_version=str(v["bfh_agent_version"] or ""),
+        baseline=v["bfh_baseline"],
     )
     config.stash[SETTINGS] = s
     return s

@@ -15,7 +15,8 @@ config.stash, never in a module global.
 This module is the entry point; its siblings register through `pytest_plugins`: options.py (the
 options), workers.py (xdist's worker count), fixtures.py (`bfh_env`, `bfh_faults`, `bfh_judge`,
 `reports_root`, `backend_kind`, `agent_cmd`, `scenario_record`, ...), reporting.py (the session
-table and report), suite.py (which items a default run includes, longest first).
+table and report), suite.py (which items a default run includes, longest first), scorecard.py (the session's
+scorecard, and `--bfh-baseline`'s comparison).
 The entry point and `-p harness.pytest_plugin.plugin` use the same plugin name, so pytest
 registers it once whichever loads it first.
 """
@@ -37,6 +38,7 @@ pytest_plugins = [
     "harness.pytest_plugin.reporting",
     "harness.pytest_plugin.suite",
     "harness.pytest_plugin.agentcheck",
+    "harness.pytest_plugin.scorecard",
 ]
 # added to the session as a folder, so its items are `test_catalog.py::test_scenario[NAME]`
 CATALOG_DIR = Path(__file__).with_name("conformance")

@@ -10,6 +10,7 @@ by name (`--bfh-scenarios masterslave,pause-master`).
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from harness.catalog import scenarios as catalog
+from harness.pytest_plugin.scorecard import RUN_DIRS
 from harness.run import rounds
 from harness.verdict import Verdict, judge, overload, races
 
@@ -147,5 +149,6 @@ def _in_rounds(
     scenario_record(results[first.index] if first else results[-1])
     for k, val in tally.properties():
         record_property(k, val)
+    record_property(RUN_DIRS, json.dumps([str(d) for d in tally.to_dict()["run_dirs"] if d]))
     print(tally.line())
     assert not tally.failures, tally.message()
