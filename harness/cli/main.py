@@ -2,7 +2,8 @@
 
 The parser is harness/cli/parser.py; each handler only calls its stage's entry point:
 commands_run.py (demo, run, validate), commands_judge.py (judge, report, reconcile),
-commands_topology.py (up, down, status, topology, compose, images, fault-proxy).
+commands_topology.py (up, down, status, topology, compose, images, fault-proxy),
+commands_compare.py (compare).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ def _sigterm(signum: int, frame: Any) -> None:
 
 def _handlers() -> dict[str, Handler]:
     from harness.cli import commands_agent as a
+    from harness.cli import commands_compare as c
     from harness.cli import commands_judge as j
     from harness.cli import commands_run as r
     from harness.cli import commands_topology as t
@@ -46,6 +48,7 @@ def _handlers() -> dict[str, Handler]:
         "report": j.cmd_report,
         "judge": j.cmd_judge,
         "agent": a.cmd_agent,
+        "compare": c.cmd_compare,
     }
 
 

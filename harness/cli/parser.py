@@ -38,6 +38,10 @@ EXAMPLES = {
     "--log {log}' --json\n  # exit 0 no contract error, 1 contract errors, 2 could not run",
     "topology": "examples:\n  bfh topology list\n  bfh topology validate my-topology.yaml\n"
     "  bfh topology show pair",
+    "compare": "examples:\n  bfh compare last-release/scorecard.json reports/scorecard.json\n"
+    "  bfh compare reports-1.4/ reports-1.5/ --html compare.html --junitxml compare.xml\n"
+    "  bfh compare OLD NEW --json compare.json; echo $?   # 0 no regression, 1 a regression, 2 cannot say\n"
+    "  tolerances: [tool.bfh.compare.tolerance] in pyproject.toml (docs/compare.md)",
 }
 
 
@@ -224,6 +228,14 @@ def _add_operations(add: Add) -> None:
     jp.add_argument("--gates", default=None, help="comma-separated promises to gate (default: the run's)")
     jp.add_argument("--json", action="store_true", help="print the verdict table as JSON")
     jp.add_argument("--gate", default=None, choices=["all", "agent"], help=GATE_HELP + "; default: the run's")
+
+    cp = add("compare", "is NEW worse at failing over than OLD? per entry, measure and promise; exit 0/1/2")
+    side = "a scorecard (bfh-scorecard/1), a run folder or a folder of run folders"
+    cp.add_argument("old", metavar="OLD", help=side)
+    cp.add_argument("new", metavar="NEW", help=side)
+    cp.add_argument("--json", default=None, metavar="PATH", help="write the comparison as JSON here")
+    cp.add_argument("--junitxml", default=None, metavar="PATH", help="one JUnit case per entry and measure")
+    cp.add_argument("--html", default=None, metavar="PATH", help="a page plotting both sides per measure")
 
     rp = add("report", "render RUN_DIR/report.html and summary.md from a reconciled run")
     rp.add_argument("run_dir")

@@ -47,18 +47,20 @@ def side(median: float | None, p95: float | None) -> str:
     return f"{num(median)} / {num(p95)}"
 
 
-def table(c: Comparison) -> Table:
-    t = Table(title="OLD against NEW (median / p95 of every sample; difference: NEW - OLD per round)")
-    for col in ("entry", "measure", "old", "new", "difference [CI]", "tolerance", "verdict"):
-        t.add_column(col, overflow="fold")
+def table(c: Comparison, entry: str) -> Table:
+    """One entry's measures (median / p95 of every sample; difference: NEW - OLD per round)."""
+    t = Table(title=Text(entry, "bold"), title_justify="left")
+    for col in ("measure", "old median / p95", "new median / p95", "difference [CI]", "tolerance", "verdict"):
+        t.add_column(col)
     for m in c.measures:
+        if m.entry != entry:
+            continue
         t.add_row(
-            Text(m.entry),
             Text(m.measure + unit(m.measure)),
             side(m.old.median, m.old.p95),
             side(m.new.median, m.new.p95),
             difference(m),
-            f"{num(m.tolerance, True)}",
+            num(m.tolerance, True),
             Text(
                 m.verdict + (f" ({m.rounds_needed} needed)" if m.rounds_needed else ""),
                 COLOURS.get(m.verdict, ""),
@@ -99,7 +101,8 @@ def print_comparison(c: Comparison, console: Console) -> None:
         for p in c.problems:
             console.print(Text(f"cannot compare: {p}", "red"), soft_wrap=True)
         return
-    console.print(table(c))
+    for entry in dict.fromkeys(m.entry for m in c.measures):
+        console.print(table(c, entry))
     lines = promise_lines(c)
     console.print("promises: " + ("" if lines else "none newly broken or kept"), highlight=False)
     for style, line in lines:
