@@ -7,12 +7,12 @@ reconciled and judged; `reseal_analysis()` after `bfh reconcile` re-reconciles) 
 or a directory in a log's place is an error, never a read that blocks), and a record's time lies
 inside the run's window (`run_window()`, `ts_ok()`).
 
-Evidence: run.json, faults.jsonl, load.jsonl, agents/*/messages.jsonl, brokers/events.jsonl,
-brokers/*/broker.log, analysis/summary.json and analysis/messages.parquet, each with its size,
-record count (lines) and sha256. The judge writes its own analysis/verdict.json and leaves
-summary.json alone; summary.json is still sealed by the digest of its reconciled part, because
-folders judged before that change carry the verdict in it (`JUDGE_KEYS`). The judge's outputs
-(verdict.json, blame.parquet, report.html, summary.md) are not evidence.
+Evidence: run.json, faults.jsonl, load.jsonl, broker-usage.jsonl, agents/*/messages.jsonl,
+brokers/events.jsonl, brokers/*/broker.log, analysis/summary.json and analysis/messages.parquet,
+each with its size, record count (lines) and sha256. The judge writes its own
+analysis/verdict.json and leaves summary.json alone; summary.json is still sealed by the digest
+of its reconciled part, because folders judged before that change carry the verdict in it
+(`JUDGE_KEYS`). The judge's outputs (verdict.json, blame.parquet, report.html, summary.md) are not evidence.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ EVIDENCE = (
     "run.json",
     "faults.jsonl",
     "load.jsonl",
+    "broker-usage.jsonl",
     "agents/*/messages.jsonl",
     "brokers/events.jsonl",
     "brokers/*/broker.log",

@@ -49,6 +49,7 @@ class Observations(BaseModel):
     nemesis_errors: list[str] | None = None
     proxy_connections: dict[str, Any] | None = None
     load: dict[str, Any] | None = None  # the machine's load (harness/contracts/loadlog.py summarize)
+    broker_usage: dict[str, Any] | None = None  # harness/contracts/brokerusage.py summarize
 
 
 class RunRecord(BaseModel):

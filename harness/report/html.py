@@ -6,6 +6,7 @@ analysis/messages.parquet, faults.jsonl, agents/*/messages.jsonl and run.json. N
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 from pathlib import Path
@@ -15,7 +16,8 @@ import jinja2
 from markupsafe import Markup, escape
 
 from harness.contracts.manifest import atomic_write
-from harness.report.fleet import fleet_section
+from harness.report.brokerchart import broker_usage_section
+from harness.report.fleet import fleet_parts
 
 # RunData and the timeline live in their own modules; their names stay importable from here.
 from harness.report.rundata import ReportError, RunData, blame_rows, load_run
@@ -239,6 +241,9 @@ def _drop_stale(*paths: Path) -> None:
 
 def _render(d: RunData) -> tuple[str, str]:
     s = d.summary
+    fleet = fleet_parts(d.run_dir)
+    if fleet is not None:  # a fleet's timeline: its controllers and slowest members, not every lane
+        d = dataclasses.replace(d, agents={a: d.agents[a] for a in fleet[1] if a in d.agents})
     checks = sorted(s.get("checks") or [], key=lambda c: (c.get("status") != "fail", not c.get("gated")))
     ctx = {
         "s": s,
@@ -256,7 +261,9 @@ def _render(d: RunData) -> tuple[str, str]:
         "agents": sorted(d.agents),
         "blamed": list(blame_rows(d.run_dir).values())[:10],
         "blame_colours": BLAME_COLOURS,
-        "fleet": fleet_section(d.run_dir),
+        "fleet": fleet[0] if fleet else None,
+        "fleet_drawn": len(d.agents),
+        "broker_usage": broker_usage_section(d.run_dir, d.faults),
     }
     env = _env()
     return env.get_template("report.html.j2").render(**ctx), env.get_template("report_summary.md.j2").render(

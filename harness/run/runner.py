@@ -22,6 +22,7 @@ from harness.contracts import manifest, runrecord
 from harness.faults.nemesis import Nemesis
 from harness.faults.schedule import Schedule
 from harness.run import members, traffic
+from harness.run.brokersampler import BrokerSampler
 from harness.run.env import REPORTS, Environment, new_run_dir
 from harness.run.loadprobe import LoadProbe
 from harness.topology import Topology
@@ -92,6 +93,7 @@ class Loop:
         self.healed: float | None = None  # monotonic time the last fault ended
         self._stopped = False
         self.load = LoadProbe.of(env)  # the machine's load, for the verdict's overload rule
+        self.usage = BrokerSampler.of(env)  # the brokers' connections and CPU, for the report
 
     def _launch_batch(self, specs: list[AgentSpec]) -> list[AgentProcess]:
         """Launched at once; fleet members of the harness's own agent packed (harness.agents.packed),
@@ -183,6 +185,8 @@ class Loop:
         )
         self.phase.mark("agents_stop")
         self.obs["load"] = self.load.stop()
+        if self.usage is not None:
+            self.obs["broker_usage"] = self.usage.stop()
         self.obs["proxy_connections"] = _proxy_connections(self.env)
         self.env.record(observations=self.obs)
 
@@ -229,6 +233,8 @@ def run_loop(
         env.record(schedule=schedule.model_dump(mode="json"), scenario=scenario or {"name": label})
         loop = Loop(env, result, phase)
         loop.load.start()
+        if loop.usage is not None:
+            loop.usage.start()
         try:
             yield loop
         finally:
