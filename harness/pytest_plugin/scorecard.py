@@ -37,6 +37,7 @@ class SessionScorecard:
         self.error = ""
         self.failed = False  # the baseline comparison failed the session
         self.baseline: Any = None  # --bfh-baseline's Scorecard, read at configure
+        self.tolerances: Any = None  # the project's (harness.compare.tolerance), read at configure
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
@@ -55,8 +56,10 @@ class SessionScorecard:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         s = settings(self.config)
-        if hasattr(self.config, "workerinput") or not s.scorecard or not self.run_dirs:
-            if s.baseline and not hasattr(self.config, "workerinput"):
+        if hasattr(self.config, "workerinput") or not (s.scorecard or s.baseline):
+            return  # the controller writes it, from every worker's reports
+        if not self.run_dirs:
+            if s.baseline:
                 self.lines.append("no run folder in this session: nothing to compare with the baseline")
                 self._fail(session, pytest.ExitCode.INTERRUPTED)
             return
@@ -66,17 +69,17 @@ class SessionScorecard:
         dirs = [Path(d) for d in self.run_dirs if (Path(d) / "run.json").is_file()]
         try:
             card = scorecard_from_runs(dirs, "pytest", s.agent_version)
-            self.written = save(card, s.scorecard)
+            if s.scorecard:
+                self.written = save(card, s.scorecard)
+                self.lines.append(f"scorecard: {self.written} ({os.path.getsize(self.written)} bytes)")
         except (OSError, ScorecardError) as e:
             self.error = f"scorecard not written: {e}"
             return
-        self.lines.append(f"scorecard: {self.written} ({os.path.getsize(self.written)} bytes)")
-        if not s.baseline:
-            return
-        text, code = compare_with(self.baseline, card)
-        self.lines.append(text)
-        if code:  # 1: a regression (pytest's TESTS_FAILED); 2: could not compare (INTERRUPTED)
-            self._fail(session, code)
+        if s.baseline:
+            text, code = compare_with(self.baseline, card, self.tolerances)
+            self.lines.append(text)
+            if code:  # 1: a regression (pytest's TESTS_FAILED); 2: could not compare (INTERRUPTED)
+                self._fail(session, code)
 
     def _fail(self, session: pytest.Session, code: int) -> None:
         self.failed = True
@@ -94,15 +97,17 @@ class SessionScorecard:
                 terminalreporter.write_line(line)
 
 
-def compare_with(old: Any, new: Any) -> tuple[str, int]:
+def compare_with(old: Any, new: Any, tolerances: Any = None) -> tuple[str, int]:
     """The baseline comparison: (its text, exit code: 0 none, 1 a regression, 2 could not compare).
-    The statistics and tolerances are harness.compare's (pyproject [tool.bfh] tolerances)."""
-    import importlib
+    The statistics are harness.compare's (`bfh compare`), the tolerances the project's pyproject
+    [tool.bfh.compare.tolerance] (docs/compare.md) or the defaults."""
+    from harness.compare import CompareError, compare, render_text
 
-    # imported by name until harness.compare (the compare helper's, issue 43) lands in the layers
-    compare = importlib.import_module("harness.compare").compare
-    result = compare(old, new)
-    return str(result.render()), int(result.exit_code)
+    try:
+        result = compare(old, new, tolerances)
+    except CompareError as e:
+        return f"could not compare: {e}", 2
+    return render_text(result), int(result.exit_code)
 
 
 STATE = pytest.StashKey[SessionScorecard]()
@@ -115,8 +120,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = SessionScorecard(config)
     baseline = settings(config).baseline
     if baseline:
+        from harness.compare import ToleranceError, tolerance
+
         try:
             config.stash[STATE].baseline = load_scorecard(baseline)
-        except ScorecardError as e:
+            config.stash[STATE].tolerances = tolerance.load(Path(str(config.rootpath)))
+        except (ScorecardError, ToleranceError) as e:
             raise pytest.UsageError(f"--bfh-baseline: {e}") from None
     config.pluginmanager.register(config.stash[STATE], "bfh-scorecard")

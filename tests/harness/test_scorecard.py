@@ -157,3 +157,47 @@ def test_a_plugin_session_writes_its_scorecard(tmp_path: Path) -> None:
     assert bad.returncode == pytest.ExitCode.USAGE_ERROR, bad.stdout + bad.stderr
     assert "--bfh-baseline: absent.json: cannot be read" in bad.stderr
     assert not (project / "sc.json").exists()  # refused before anything ran
+
+
+ROUNDS_TEST = """
+import json
+from pathlib import Path
+
+
+def test_rounds(record_property):
+    dirs = []
+    for seed in range(1, 6):
+        d = Path(%r) / f"run-{seed}"
+        (d / "analysis").mkdir(parents=True, exist_ok=True)
+        run = {"run": d.name, "seed": seed, "scenario": {"name": "masterslave"}}
+        (d / "run.json").write_text(json.dumps(run))
+        measures = {"recovery_s[publisher]": [4.0 + seed / 10]}
+        checks = [{"promise": "recovery", "status": "pass", "measures": measures}]
+        (d / "analysis" / "verdict.json").write_text(json.dumps({"verdict": "pass", "checks": checks}))
+        dirs.append(str(d))
+    record_property("run_dirs", json.dumps(dirs))
+"""
+
+
+def _baseline(path: Path, recovery: float) -> Path:
+    card = Scorecard(source="pytest")
+    for seed in range(1, 6):
+        measures = {"recovery_s[publisher]": [recovery + seed / 10]}
+        promises = {"recovery": "pass"}
+        rnd = Round(run_id=f"old-{seed}", seed=seed, verdict="pass", promises=promises, measures=measures)
+        card.add_round("masterslave", rnd)
+    return save(card, path)
+
+
+def test_a_regression_against_the_baseline_fails_the_session(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "p", {"test_x.py": ROUNDS_TEST % str(tmp_path / "runs")})
+    same_as_new = _baseline(tmp_path / "same.json", 4.0)
+    same = run_pytest(project, "-p", "no:xdist", "--bfh-baseline", str(same_as_new))
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "bfh compare (--bfh-baseline)" in same.stdout
+    better = _baseline(tmp_path / "better.json", 0.01)  # the old release recovered in 10 ms
+    worse = run_pytest(project, "-p", "no:xdist", "--bfh-baseline", str(better))
+    assert worse.returncode == 1, worse.stdout + worse.stderr
+    section = worse.stdout[worse.stdout.index("bfh compare (--bfh-baseline)") :]
+    assert "recovery_s[publisher]" in section and "worse" in section, section
+    assert "1 passed" in worse.stdout  # every promise kept: the comparison alone fails it
