@@ -79,8 +79,12 @@ def _mismatch(old: dict[str, Rounds], new: dict[str, Rounds]) -> list[str]:
 
 
 def _names(a: Rounds, b: Rounds, key: str) -> list[str]:
+    """The promises, or the measures by base name (their roles together); measure names this
+    harness does not know are left out."""
     found = {str(k) for r in (*a, *b) for k in (r.get(key) or {})}
-    return sorted(k for k in found if key != "measures" or base_name(k) in MEASURES)
+    if key == "measures":
+        return sorted({base_name(k) for k in found if base_name(k) in MEASURES})
+    return sorted(found)
 
 
 def _finite(values: Any) -> list[float]:
@@ -97,25 +101,33 @@ def _finite(values: Any) -> list[float]:
     return out
 
 
-def _side(rounds: Rounds, measure: str) -> Side:
-    """Each round's value is the median of its samples: the round is the unit the tests count
-    (samples of one round share its takeover and its machine's load), the samples make it sharper."""
-    s = Side()
+def _side(rounds: Rounds, measure: str) -> tuple[Side, set[str]]:
+    """One side of a measure, every role of it together, and the names (roles) it came under.
+    Each round's value is the median of its samples (every role, fault window, member): the round
+    is the unit the tests count, since the samples of one round share its takeover and its
+    machine's load; its samples make the round's value sharper, not the test's count larger."""
+    s, names = Side(), set[str]()
     for r in rounds:
-        xs = _finite((r.get("measures") or {}).get(measure))
+        xs: list[float] = []
+        for name, values in (r.get("measures") or {}).items():
+            if base_name(str(name)) == measure:
+                names.add(str(name))
+                xs += _finite(values)
         if xs:
             s.rounds.append(stats.median(xs))
             s.samples += xs
     if s.samples:
         s.median, s.p95 = stats.median(s.samples), stats.p95(s.samples)
-    return s
+    return s, names
 
 
 def _measure_row(entry: str, measure: str, a: Rounds, b: Rounds, tol: Tolerances) -> MeasureRow:
-    old, new = _side(a, measure), _side(b, measure)
+    (old, on), (new, nn) = _side(a, measure), _side(b, measure)
     t = tol.of(measure)
     allowance = t.allowance(stats.median(old.rounds)) if old.rounds else t.absolute
-    return MeasureRow(entry, measure, default(measure)[0], old, new, allowance, t.text())
+    row = MeasureRow(entry, measure, default(measure)[0], old, new, allowance, t.text())
+    row.names = sorted(on | nn)
+    return row
 
 
 def _promise_row(entry: str, promise: str, a: Rounds, b: Rounds) -> PromiseRow:

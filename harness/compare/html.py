@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from harness.compare.render import COLOURS, difference, num, promise_lines, unit
+from harness.compare.render import COLOURS, difference, label, num, promise_lines
 from harness.compare.results import Comparison, MeasureRow
 from harness.contracts.manifest import atomic_write
 
@@ -53,8 +53,8 @@ def distribution_svg(m: MeasureRow) -> Markup:
         v = lo + (hi - lo) * i / 4
         at = f'x="{LEFT - 4}" y="{_f(y(v) + 3)}"'
         out.append(f'<text {at} font-size="10" text-anchor="end">{escape(num(v))}</text>')
-    for (label, x, colour), side in zip(COLUMNS, (m.old, m.new), strict=True):
-        out.append(f'<text x="{x}" y="{H - 6}" font-size="11" text-anchor="middle">{label}</text>')
+    for (heading, x, colour), side in zip(COLUMNS, (m.old, m.new), strict=True):
+        out.append(f'<text x="{x}" y="{H - 6}" font-size="11" text-anchor="middle">{heading}</text>')
         for k, v in enumerate(side.samples):
             dx = ((k * 7) % 11 - 5) * 3  # deterministic spread
             out.append(
@@ -94,7 +94,7 @@ def page(c: Comparison) -> str:
     rows: list[dict[str, Any]] = [
         {
             "row": m,
-            "unit": unit(m.measure).strip(),
+            "label": label(m),
             "difference": difference(m),
             "tolerance": num(m.tolerance, True),
             "old": f"{num(m.old.median)} / {num(m.old.p95)}",

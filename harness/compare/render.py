@@ -25,6 +25,15 @@ def unit(measure: str) -> str:
     return "" if m is None or m.is_count else f" {m.unit}"
 
 
+def label(m: MeasureRow) -> str:
+    """`recovery_s (s, 3 roles)`: the base name, its unit, how many roles it gathers."""
+    parts = [u] if (u := unit(m.measure).strip()) else []
+    roles = [n for n in m.names if "[" in n]
+    if roles:
+        parts.append(f"{len(roles)} role{'s' if len(roles) > 1 else ''}")
+    return m.measure + (f" ({', '.join(parts)})" if parts else "")
+
+
 def num(x: float | None, signed: bool = False) -> str:
     if x is None:
         return "–"
@@ -56,7 +65,7 @@ def table(c: Comparison, entry: str) -> Table:
         if m.entry != entry:
             continue
         t.add_row(
-            Text(m.measure + unit(m.measure)),
+            Text(label(m)),
             side(m.old.median, m.old.p95),
             side(m.new.median, m.new.p95),
             difference(m),

@@ -53,6 +53,7 @@ class MeasureRow:
     p_better: float | None = None
     rounds_needed: int | None = None  # per side, when `not enough rounds`
     why: str = ""
+    names: list[str] = field(default_factory=list)  # the scorecard's names it gathers (one per role)
 
     @property
     def name(self) -> str:
@@ -75,6 +76,7 @@ class MeasureRow:
             "p_better": self.p_better,
             "rounds_needed": self.rounds_needed,
             "why": self.why,
+            "names": self.names,
         }
 
 
