@@ -1,13 +1,15 @@
 """The session's scorecard (`--bfh-scorecard`, default <bfh_reports>/scorecard.json) and the
 baseline comparison (`--bfh-baseline OLD.json`).
 
-Every test that ran the harness records its run folder(s) as JUnit properties (`run_dir`, and
-`run_dirs` for `--bfh-rounds N`); properties travel with the reports, so under xdist the
-controller sees them all. At the session's end the controller builds one scorecard from those
-folders (harness.verdict.scorecard: run.json and verdict.json only, milliseconds a run, so the
-gate's wall time does not grow) and writes it. With `--bfh-baseline`, it compares the baseline
-with it (harness.compare, `bfh compare`'s statistics) and a regression fails the session: exit
-status 1 and a "bfh compare" section in the terminal summary.
+Every catalog entry's item (and `--bfh-topology` row) records its run folders, one a round, as the
+JUnit property `run_dirs` (a JSON list); properties travel with the reports, so under xdist the
+controller sees them all. A team's own tests on the fixtures (`bfh_env`) are not catalog entries
+and stay out of it (a test may record `run_dirs` itself to be in it). At the session's end the
+controller builds one scorecard from those folders (harness.verdict.scorecard: run.json and
+verdict.json only, milliseconds a run, so the gate's wall time does not grow) and writes it. With
+`--bfh-baseline`, it compares the baseline with it (harness.compare, `bfh compare`'s statistics)
+and a regression fails the session: exit status 1 and a "bfh compare" section in the terminal
+summary; 2 when it could not compare (different entries or seeds, too few rounds).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pytest
 
 from harness.pytest_plugin.options import settings
 
-#: the JUnit property holding a `--bfh-rounds` item's run folders (a JSON list)
+#: the JUnit property holding an item's run folders, one a round (a JSON list)
 RUN_DIRS = "run_dirs"
 
 
@@ -43,14 +45,10 @@ class SessionScorecard:
         if report.when != "call":
             return
         props = dict(report.user_properties)
-        dirs: list[str] = []
-        if RUN_DIRS in props:
-            try:
-                dirs = [str(d) for d in json.loads(str(props[RUN_DIRS])) if d]
-            except ValueError:
-                dirs = []
-        elif props.get("run_dir"):
-            dirs = [str(props["run_dir"])]
+        try:
+            dirs = [str(d) for d in json.loads(str(props.get(RUN_DIRS) or "[]")) if d]
+        except ValueError:
+            dirs = []
         self.run_dirs += [d for d in dirs if d not in self.run_dirs]
 
     @pytest.hookimpl(trylast=True)

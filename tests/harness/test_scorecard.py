@@ -141,7 +141,7 @@ def test_one(record_property, tmp_path):
     (d / "run.json").write_text(json.dumps({"run": "run-1", "seed": 1, "scenario": {"name": "masterslave"}}))
     checks = [{"promise": "recovery", "status": "pass", "measures": {"recovery_s[publisher]": [1.5]}}]
     (d / "analysis" / "verdict.json").write_text(json.dumps({"verdict": "pass", "checks": checks}))
-    record_property("run_dir", str(d))
+    record_property("run_dirs", json.dumps([str(d)]))
 """
 
 
@@ -199,5 +199,5 @@ def test_a_regression_against_the_baseline_fails_the_session(tmp_path: Path) -> 
     worse = run_pytest(project, "-p", "no:xdist", "--bfh-baseline", str(better))
     assert worse.returncode == 1, worse.stdout + worse.stderr
     section = worse.stdout[worse.stdout.index("bfh compare (--bfh-baseline)") :]
-    assert "recovery_s[publisher]" in section and "worse" in section, section
+    assert "regression: masterslave recovery_s" in section and "worse" in section, section
     assert "1 passed" in worse.stdout  # every promise kept: the comparison alone fails it

@@ -119,6 +119,7 @@ def test_scenario(
         return _in_rounds(entry, bfh_rounds, session, scenario_record, record_property)
     out = session.run(entry)
     scenario_record(out.result)
+    record_property(RUN_DIRS, json.dumps([str(out.result.run_dir)]))
     v = assert_verdict(out.result, f"{entry.name}: {entry.what}")
     if v.verdict == "n/a":
         pytest.skip(f"not applicable to this agent: {v.note}")

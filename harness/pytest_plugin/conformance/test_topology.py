@@ -5,11 +5,14 @@ other broken promises (harness.coverage)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from harness.coverage import RunOptions, failure_message, run_row
+from harness.pytest_plugin.scorecard import RUN_DIRS
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -41,6 +44,7 @@ def test_topology_row(
     agent_cmd: str | None,
     bfh_agent_protocol: str | None,
     bfh_fleet: int | None,
+    record_property: Callable[[str, object], None],
 ) -> None:
     """Promise: every family on every path the topology requires delivers under this fault, and every
     gated promise holds."""
@@ -53,4 +57,6 @@ def test_topology_row(
         agent_protocol=bfh_agent_protocol,
     )
     r = run_row(topology, row, opts)
+    if r.run_dir is not None:  # the session's scorecard (harness/pytest_plugin/scorecard.py)
+        record_property(RUN_DIRS, json.dumps([str(r.run_dir)]))
     assert r.verdict != "fail", failure_message(r)
