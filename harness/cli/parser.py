@@ -233,7 +233,7 @@ def _add_operations(add: Add) -> None:
     side = "a scorecard (bfh-scorecard/1), a run folder or a folder of run folders"
     cp.add_argument("old", metavar="OLD", help=side)
     cp.add_argument("new", metavar="NEW", help=side)
-    cp.add_argument("--json", default=None, metavar="PATH", help="write the comparison as JSON here")
+    cp.add_argument("--json", default=None, metavar="PATH", help="the comparison as JSON (-: stdout)")
     cp.add_argument("--junitxml", default=None, metavar="PATH", help="one JUnit case per entry and measure")
     cp.add_argument("--html", default=None, metavar="PATH", help="a page plotting both sides per measure")
 

@@ -105,3 +105,31 @@ def test_the_installed_command(cards: dict[str, str]) -> None:
     r = bfh("compare", cards["ref"], cards["slow"])
     assert r.returncode == 1, r.stderr
     assert "recovery_s" in r.stdout and "worse" in r.stdout
+
+
+def test_json_on_stdout(cards: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", cards["ref"], cards["slow"], "--json", "-"]) == 1
+    out = capsys.readouterr()
+    assert json.loads(out.out)["exit_code"] == 1 and "recovery_s" in out.err
+
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "rejudge" / "20261126-144907-masterslave-fb73"
+
+
+def test_run_folders_as_sides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A judged run folder (the masterslave fixture) against a folder holding it: one round a side
+    is too few to tell, and says how many are needed."""
+    import shutil
+
+    from harness.verdict import judge
+
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "old" / FIXTURE.name
+    shutil.copytree(FIXTURE, run)
+    judge(run)  # the scorecard is read from analysis/verdict.json
+    shutil.copytree(tmp_path / "old", tmp_path / "new")
+    assert main(["compare", str(run), str(tmp_path / "new")]) == 2
+    out = capsys.readouterr().out
+    assert "takeover_to_delivery_s" in out and "not enough rounds" in out and "rounds per side" in out
