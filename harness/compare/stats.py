@@ -19,7 +19,7 @@ import numpy as np
 from scipy import stats
 
 ALPHA = 0.05  # a regression: worse by more than the tolerance with 95 % confidence
-PERMUTATIONS = 9999  # scipy's default; tied values with more arrangements than this are sampled
+PERMUTATIONS = 9999  # tied values: exact over at most this many arrangements, else the normal approximation
 MAX_ROUNDS = 200  # `rounds_needed` looks no further
 
 
@@ -55,12 +55,15 @@ def _ties(a: np.ndarray, b: np.ndarray) -> bool:
 def shift_p(old: Sequence[float], new: Sequence[float], shift: float, alternative: str) -> float:
     """One-sided Mann-Whitney U p-value of NEW - shift against OLD: 'greater' asks whether new
     exceeds old by more than `shift`, 'less' whether it falls short of it. Exact without ties; with
-    ties, the permutation distribution of U (exact up to PERMUTATIONS arrangements)."""
+    ties, every arrangement's U (the exact permutation distribution) while there are at most
+    PERMUTATIONS of them (7 + 7 rounds), else scipy's normal approximation with the tie correction."""
     a, b = np.asarray(new, dtype=float) - shift, np.asarray(old, dtype=float)
+    method: object = "exact"
     if _ties(a, b):
-        method: object = stats.PermutationMethod(n_resamples=PERMUTATIONS, rng=np.random.default_rng(0))
-    else:
-        method = "exact"
+        if math.comb(len(a) + len(b), len(a)) <= PERMUTATIONS:
+            method = stats.PermutationMethod(n_resamples=PERMUTATIONS, rng=np.random.default_rng(0))
+        else:
+            method = "asymptotic"
     res = stats.mannwhitneyu(a, b, alternative=alternative, method=method)
     return float(min(1.0, res.pvalue))
 
