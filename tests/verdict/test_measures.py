@@ -30,6 +30,8 @@ def test_recovery_per_role_and_takeover_to_delivery() -> None:
         "takeover_to_delivery_s": [5.5],  # the kill at 2.0, the next delivery at 7.5
     }
     assert c.to_dict()["measures"] == c.measures
+    late = recovery(view(history[:-1], [kill]))  # the run ends before the bound: measured, not judged
+    assert late.ok and late.measures == c.measures
     assert recovery(view(HEALTHY)).measures == {}  # no fault: nothing measured
 
 

@@ -25,7 +25,7 @@ from harness.verdict.checks.base import (
 )
 from harness.verdict.checks.serving import masters, never_connected
 from harness.verdict.resubscribed import back_at
-from harness.verdict.view import RunView
+from harness.verdict.view import RunView, Window
 from harness.witness.brokerlog import line_ts
 
 AUTH_REJECTED = re.compile(
@@ -185,16 +185,7 @@ def recovery(v: RunView) -> Check:
         for w in v.faults:
             if w.end is None or w.end + limit > end_of_run:
                 continue
-            lost: dict[str, float] = {}  # role -> when it lost its connection in this window
-            for r in recs:
-                if (
-                    r.get("event") == "disconnected"
-                    and w.covers(r["ts"], 0.2, 0.5)
-                    and not str(r.get("reason", "")).startswith(
-                        ("connect_failed", "publications_complete", "shutdown")
-                    )
-                ):
-                    lost.setdefault(str(r.get("role")), float(r["ts"]))
+            lost = _lost_in(recs, w)  # role -> when it lost its connection in this window
             for role in sorted(lost):
                 if role == "publisher" and not last_publish > w.end:
                     continue
@@ -215,6 +206,7 @@ def recovery(v: RunView) -> Check:
                             "what": f"not reconnected within {limit:g} s of the end of {w.fault_id}",
                         }
                     )
+    _late_recoveries(v, limit, took)
     took["takeover_to_delivery_s"] = _takeover_to_delivery(v)
     out = verdict_of("recovery", bad, "the agent did not come back after a fault", v.faults)
     out.breaches = breaches
@@ -232,6 +224,39 @@ def _takeover_to_delivery(v: RunView) -> list[float]:
         if i < len(received):
             out.append(received[i] - w.start)
     return out
+
+
+#: a disconnect that is no lost connection: a failed attempt, or the agent done
+NOT_LOST = ("connect_failed", "publications_complete", "shutdown")
+
+
+def _lost_in(recs: list[dict[str, Any]], w: Window) -> dict[str, float]:
+    """role -> when it first lost its connection in the window (not a failed attempt, not done)."""
+    lost: dict[str, float] = {}
+    for r in recs:
+        if (
+            r.get("event") == "disconnected"
+            and w.covers(r["ts"], 0.2, 0.5)
+            and not str(r.get("reason", "")).startswith(NOT_LOST)
+        ):
+            lost.setdefault(str(r.get("role")), float(r["ts"]))
+    return lost
+
+
+def _late_recoveries(v: RunView, limit: float, took: dict[str, list[float]]) -> None:
+    """The recovery measures of the windows `recovery` does not judge, their end plus the bound
+    past the agent's stop (a masterslave kill's heal comes late in the run): a role that was back
+    is measured all the same, for the scorecard; one not back yet is neither a measure nor a fail."""
+    stopped = v.observations.get("agents_stopped_ts") or {}
+    for agent, recs in v.records.items():
+        end_of_run = float(stopped.get(agent) or max((r["ts"] for r in recs), default=0.0))
+        for w in v.faults:
+            if w.end is None or w.end + limit <= end_of_run:
+                continue  # judged, and measured, by recovery's own loop
+            for role, at in sorted(_lost_in(recs, w).items()):
+                back = back_at(v, agent, role, w.start, w.end + limit)
+                if back is not None:
+                    took[measure_name("recovery_s", role)].append(max(0.0, back.ts - at))
 
 
 def subscription_confirmed(v: RunView) -> Check:
