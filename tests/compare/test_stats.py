@@ -173,7 +173,9 @@ def test_different_entries_or_seeds_cannot_be_compared() -> None:
 def test_false_alarms_stay_under_5_percent_at_the_edge_of_the_tolerance() -> None:
     """The worst case for false alarms: every one of five measures exactly the tolerance slower
     (anything less is rarer still, the reference against itself far rarer). 400 simulated
-    comparisons of 5 + 5 skewed rounds: at most 5 % flag any measure, by the statistics."""
+    comparisons of 5 + 5 skewed rounds: by the statistics at most 3.9 % flag any measure in
+    expectation (1 - (1 - 2/252) ** 5); the bound below leaves 3 standard deviations of the
+    simulation's own noise."""
     rng = random.Random(20)
     family = stats.Family.of([stats.rank_floor(5, 5)] * 5)
     tol = 0.5
@@ -185,4 +187,4 @@ def test_false_alarms_stay_under_5_percent_at_the_edge_of_the_tolerance() -> Non
             new = [rng.lognormvariate(1.0, 0.4) + tol for _ in range(5)]
             flagged |= stats.shift_p(old, new, tol, "greater") <= family.level
         alarms += flagged
-    assert alarms / 400 <= 0.06, alarms  # expected 5 x 2/252 = 3.9 %
+    assert alarms / 400 <= 0.07, alarms
