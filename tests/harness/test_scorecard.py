@@ -201,3 +201,20 @@ def test_a_regression_against_the_baseline_fails_the_session(tmp_path: Path) -> 
     section = worse.stdout[worse.stdout.index("bfh compare (--bfh-baseline)") :]
     assert "regression: masterslave recovery_s" in section and "worse" in section, section
     assert "1 passed" in worse.stdout  # every promise kept: the comparison alone fails it
+
+
+def test_bfh_run_and_validate_write_theirs(tmp_path: Path) -> None:
+    import argparse
+
+    from harness.cli.common import write_scorecard
+
+    runs = [_run(tmp_path, "a", "masterslave"), _run(tmp_path, "b", "validate:kill:g1", "mine")]
+    args = argparse.Namespace(cmd="validate", reports=str(tmp_path / "r"), scorecard=None, agent_version="3")
+    write_scorecard(args, [*runs, None])
+    card = load_scorecard(tmp_path / "r" / "scorecard.json")
+    assert card.source == "bfh validate" and card.agent.version == "3" and len(card.entries) == 2
+    args = argparse.Namespace(cmd="run", reports=str(tmp_path / "r"), scorecard=str(tmp_path / "x.json"))
+    write_scorecard(args, runs[:1])
+    assert load_scorecard(tmp_path / "x.json").source == "bfh run"
+    write_scorecard(argparse.Namespace(cmd="run", reports=str(tmp_path / "n"), scorecard="none"), runs)
+    assert not (tmp_path / "n").exists()
