@@ -145,12 +145,11 @@ def _constant(row: MeasureRow) -> bool:
 
 
 def _settled(row: PromiseRow) -> bool:
-    """Kept in every judged round of both sides, or broken in every one: nothing to test."""
-    if not (row.old_judged and row.new_judged):
-        return False
-    return row.old_broken + row.new_broken == 0 or (
-        row.old_broken == row.old_judged and row.new_broken == row.new_judged
-    )
+    """Nothing to test: broken in no round of either side (kept, or never judged: n/a), or broken
+    in every judged round of both."""
+    if row.old_broken + row.new_broken == 0:
+        return True
+    return row.old_broken == row.old_judged and row.new_broken == row.new_judged
 
 
 def _judge(out: Comparison) -> None:

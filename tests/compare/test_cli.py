@@ -119,8 +119,8 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "rejudge" / "202611
 def test_run_folders_as_sides(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A judged run folder (the masterslave fixture) against a folder holding it: one round a side
-    is too few to tell, and says how many are needed."""
+    """A judged run folder (the masterslave fixture) against a folder holding it: the same values
+    in the one round of each side are the same, whatever the number of rounds."""
     import shutil
 
     from harness.verdict import judge
@@ -130,6 +130,6 @@ def test_run_folders_as_sides(
     shutil.copytree(FIXTURE, run)
     judge(run)  # the scorecard is read from analysis/verdict.json
     shutil.copytree(tmp_path / "old", tmp_path / "new")
-    assert main(["compare", str(run), str(tmp_path / "new")]) == 2
+    assert main(["compare", str(run), str(tmp_path / "new")]) == 0
     out = capsys.readouterr().out
-    assert "takeover_to_delivery_s" in out and "not enough rounds" in out and "rounds per side" in out
+    assert "takeover_to_delivery_s" in out and "no regression" in out

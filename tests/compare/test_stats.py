@@ -188,3 +188,9 @@ def test_false_alarms_stay_under_5_percent_at_the_edge_of_the_tolerance() -> Non
             flagged |= stats.shift_p(old, new, tol, "greater") <= family.level
         alarms += flagged
     assert alarms / 400 <= 0.07, alarms
+
+
+def test_a_promise_never_judged_is_nothing_to_test() -> None:
+    na = [{"recovery": "pass", "fleet_recovery": "n/a"}] * 2
+    c = compare(card(recovery(REF[:2]), promises=na), card(recovery(REF[:2]), promises=na))
+    assert {p.promise: p.verdict for p in c.promises} == {"fleet_recovery": SAME, "recovery": SAME}
