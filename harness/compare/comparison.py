@@ -4,7 +4,7 @@ every entry, judged `better`, `same`, `worse` or `not enough rounds` (docs/compa
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -205,9 +205,4 @@ def _test_promise(p: PromiseRow, level: float) -> None:
     p.verdict = WORSE if p.p_worse <= level else BETTER if p.p_better <= level else SAME
 
 
-def rows_of(c: Comparison, verdicts: Iterable[str]) -> list[MeasureRow]:
-    want = set(verdicts)
-    return [m for m in c.measures if m.verdict in want]
-
-
-__all__ = ["BETTER", "CompareError", "FEW", "SAME", "WORSE", "Comparison", "compare", "rows_of"]
+__all__ = ["BETTER", "CompareError", "FEW", "SAME", "WORSE", "Comparison", "compare"]
