@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -170,7 +171,13 @@ class Scorecard(_Model):
         found.rounds.append(rnd)
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=1) + "\n"
+        """Indented, with each list of numbers on one line (a reviewable diff when committed)."""
+        text = json.dumps(self.model_dump(mode="json", by_alias=True), indent=1)
+        return _NUMBERS.sub(lambda m: "[" + " ".join(m.group(1).split()) + "]", text) + "\n"
+
+
+#: a JSON list of numbers, as json.dumps(indent=1) spreads it over lines
+_NUMBERS = re.compile(r"\[(\s*-?[0-9.eE+-]+(?:,\s*-?[0-9.eE+-]+)*)\s*\]")
 
 
 def now() -> str:
