@@ -123,6 +123,8 @@ def print_comparison(c: Comparison, console: Console) -> None:
             highlight=False,
             markup=False,
         )
+    if c.load_note:
+        console.print(Text(f"note: {c.load_note}", "yellow"), soft_wrap=True)
     style = "bold red" if c.regressions else "yellow" if c.too_few else "green"
     console.print(Text(c.summary(), style), soft_wrap=True)
 

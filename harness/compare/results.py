@@ -155,6 +155,21 @@ class Comparison:
         return max((r.rounds_needed or 0 for r in self.too_few), default=None) or None
 
     @property
+    def load_note(self) -> str | None:
+        """When one side ran on a much busier machine (max load average over 1.5x the other's and
+        above 2): its timings may be the machine's, not the agent's."""
+        a, b = self.old.get("load_avg_max"), self.new.get("load_avg_max")
+        if a is None or b is None:
+            return None
+        busy, calm, name = (b, a, "NEW") if b >= a else (a, b, "OLD")
+        if busy > 2 and busy > 1.5 * max(calm, 0.1):
+            return (
+                f"{name} ran on a busier machine (load average up to {busy:.1f} against {calm:.1f}): "
+                "a timing worse on that side may be the machine's"
+            )
+        return None
+
+    @property
     def exit_code(self) -> int:
         """0 no regression, 1 a regression, 2 could not compare (a regression found among the rows
         that could be compared still exits 1: it is certain)."""
@@ -192,6 +207,7 @@ class Comparison:
             "family": self.family,
             "level": self.level,
             "tolerance_source": self.tolerance_source,
+            "load_note": self.load_note,
             "problems": self.problems,
             "rounds_needed": self.rounds_needed,
             "measures": [m.to_dict() for m in self.measures],

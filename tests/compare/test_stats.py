@@ -194,3 +194,12 @@ def test_a_promise_never_judged_is_nothing_to_test() -> None:
     na = [{"recovery": "pass", "fleet_recovery": "n/a"}] * 2
     c = compare(card(recovery(REF[:2]), promises=na), card(recovery(REF[:2]), promises=na))
     assert {p.promise: p.verdict for p in c.promises} == {"fleet_recovery": SAME, "recovery": SAME}
+
+
+def test_a_busier_side_is_noted() -> None:
+    old, new = card(recovery(REF)), card(recovery(REF))
+    for r in new["entries"][0]["rounds"]:
+        r["load"] = {"load_avg_max": 9.0}
+    c = compare(old, new)
+    assert c.load_note is not None and c.load_note.startswith("NEW ran on a busier machine")
+    assert compare(old, old).load_note is None
