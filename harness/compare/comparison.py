@@ -156,17 +156,21 @@ def _judge(out: Comparison) -> None:
     """The family first (which rows can reach alpha / K at all), then each row at that level."""
     measures = [m for m in out.measures if not _constant(m)]
     promises = [p for p in out.promises if not _settled(p)]
-    m_floor = {id(m): stats.rank_floor(len(m.old.rounds), len(m.new.rounds)) for m in measures}
+    m_floor = {id(m): stats.reachable_p(m.old.rounds, m.new.rounds, m.tolerance) for m in measures}
     p_floor = {id(p): stats.promise_floor(p.old_judged, p.new_judged) for p in promises}
     family = stats.Family.of([*m_floor.values(), *p_floor.values()], out.alpha)
     out.family, out.level = family.size, family.level
     # a row that cannot reach the level needs the rounds that could, were it counted too
     needed_level = out.alpha / max(len(m_floor) + len(p_floor), 1)
     for m in measures:
+        n_old, n_new = len(m.old.rounds), len(m.new.rounds)
         if family.reachable(m_floor[id(m)]):
             _test_measure(m, family.level)
+        elif family.reachable(stats.rank_floor(n_old, n_new)):  # rounds enough, tied values not
+            m.shift = stats.hodges_lehmann(m.old.rounds, m.new.rounds)
+            m.verdict, m.why = SAME, "tied values that could not show a regression however they fell"
         else:
-            _too_few(m, len(m.old.rounds), len(m.new.rounds), stats.rounds_needed(needed_level))
+            _too_few(m, n_old, n_new, stats.rounds_needed(needed_level))
     for p in promises:
         if family.reachable(p_floor[id(p)]):
             _test_promise(p, family.level)

@@ -39,6 +39,18 @@ def rank_floor(n_old: int, n_new: int) -> float:
     return 1.0 / math.comb(n_old + n_new, n_new)
 
 
+def reachable_p(old: Sequence[float], new: Sequence[float], shift: float) -> float:
+    """The smallest p-value `shift_p(old, new, shift, "greater")` could give over every way of
+    labelling these same values OLD and NEW: the largest ones all NEW's. Tied values (counts, rates
+    in steps) reach less far than 1 / C(n_old + n_new, n_new); a measure whose values cannot reach
+    the level spends none of it (Tarone 1990, conditional on the values, as the permutation is)."""
+    if not old or not new:
+        return 1.0
+    pooled = sorted([*(float(x) - shift for x in new), *(float(x) for x in old)])
+    k = len(pooled) - len(new)
+    return shift_p(pooled[:k], pooled[k:], 0.0, "greater")
+
+
 def rounds_needed(level: float, floor: Callable[[int, int], float] = rank_floor) -> int:
     """Rounds per side for the most extreme outcome to reach `level` (5 for 0.05/12, 6 for 0.05/13)."""
     for n in range(2, MAX_ROUNDS):

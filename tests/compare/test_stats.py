@@ -203,3 +203,20 @@ def test_a_busier_side_is_noted() -> None:
     c = compare(old, new)
     assert c.load_note is not None and c.load_note.startswith("NEW ran on a busier machine")
     assert compare(old, old).load_note is None
+
+
+def test_sporadic_counts_spend_nothing_and_are_the_same() -> None:
+    """Drops in one NEW round of five: however those tied values fell, no arrangement could be
+    flagged at 5 % over four measures, so they do not count (Tarone) and are `same`."""
+
+    def noise(i: int) -> list[float]:
+        return [random.Random(i).uniform(0.01, 0.02)]
+
+    more = {"publish_latency_p50_s": noise, "publish_latency_p95_s": noise}
+    old = recovery(REF, **more, dropped_at_timeout=lambda i: [0.0])
+    new = recovery(SLOW, **more, dropped_at_timeout=lambda i: [3.0 if i == 4 else 0.0])
+    c = compare(card(old), card(new))
+    assert c.family == 3
+    verdicts = {m.measure: m.verdict for m in c.measures}
+    assert verdicts["dropped_at_timeout"] == SAME and verdicts["recovery_s"] == WORSE
+    assert c.exit_code == 1
