@@ -157,7 +157,10 @@ def _judge(out: Comparison) -> None:
     measures = [m for m in out.measures if not _constant(m)]
     promises = [p for p in out.promises if not _settled(p)]
     m_floor = {id(m): stats.reachable_p(m.old.rounds, m.new.rounds, m.tolerance) for m in measures}
-    p_floor = {id(p): stats.promise_floor(p.old_judged, p.new_judged) for p in promises}
+    p_floor = {
+        id(p): stats.promise_reachable((p.old_broken, p.old_judged), (p.new_broken, p.new_judged))
+        for p in promises
+    }
     family = stats.Family.of([*m_floor.values(), *p_floor.values()], out.alpha)
     out.family, out.level = family.size, family.level
     # a row that cannot reach the level needs the rounds that could, were it counted too
@@ -174,6 +177,8 @@ def _judge(out: Comparison) -> None:
     for p in promises:
         if family.reachable(p_floor[id(p)]):
             _test_promise(p, family.level)
+        elif family.reachable(stats.promise_floor(p.old_judged, p.new_judged)):
+            p.verdict = SAME  # rounds enough; too few broken ones to be a regression however they fell
         else:
             _too_few(p, p.old_judged, p.new_judged, stats.rounds_needed(needed_level, stats.promise_floor))
     for m in out.measures:

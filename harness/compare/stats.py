@@ -141,6 +141,15 @@ def promise_floor(n_old: int, n_new: int) -> float:
     return promise_p((0, n_old), (n_new, n_new), "greater")
 
 
+def promise_reachable(old: tuple[int, int], new: tuple[int, int]) -> float:
+    """The smallest p-value `promise_p` could give for the same number of broken rounds, all of
+    them NEW's (Tarone's margin: a promise broken once in ten rounds cannot be a regression)."""
+    (ob, oj), (nb, nj) = old, new
+    broken = ob + nb
+    in_new = min(broken, nj)
+    return promise_p((min(broken - in_new, oj), oj), (in_new, nj), "greater")
+
+
 @dataclass(frozen=True)
 class Family:
     """Which tests share the error budget, and the level each is tested at (Tarone 1990): the

@@ -220,3 +220,14 @@ def test_sporadic_counts_spend_nothing_and_are_the_same() -> None:
     verdicts = {m.measure: m.verdict for m in c.measures}
     assert verdicts["dropped_at_timeout"] == SAME and verdicts["recovery_s"] == WORSE
     assert c.exit_code == 1
+
+
+def test_a_promise_broken_once_spends_nothing() -> None:
+    old, new = _shifted_by_one_pair()
+    tol = Tolerances({"recovery_s": Tolerance(0.0, 0.01)})
+    kept = [{"at_least_once": "pass"}] * 5
+    once = [{"at_least_once": "fail"}] + kept[1:]
+    c = compare(card(recovery(old), promises=kept), card(recovery(new), promises=once), tol)
+    assert c.family == 1  # one broken round of ten could never be a regression: not counted
+    assert [m.verdict for m in c.measures] == [WORSE]
+    assert c.promises[0].newly_broken and c.promises[0].verdict == SAME
