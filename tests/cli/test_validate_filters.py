@@ -113,5 +113,8 @@ def test_a_family_blocked_on_purpose_and_declared_so_passes(tmp_path: Path) -> N
     assert topology["must"] == "not" and topology["state"] == "quiet" and topology["expected"] > 0, topology
     assert topology["ok"] is True and topology["text"] == "ok (nothing crossed)"
     tenant = row["cells"]["hub->east"]["families"]["tenant"]
-    assert tenant["must"] == "deliver" and tenant["state"] == "ok" and tenant["expected"] > 0, tenant
+    # a redelivery on an at-least-once subscription is allowed (state "dup", still ok): seen once
+    # in a fresh-clone CI under load (docs/flakes.md)
+    assert tenant["must"] == "deliver" and tenant["state"] in ("ok", "dup") and tenant["expected"] > 0, tenant
+    assert tenant["ok"] is True, tenant
     assert row["cells"]["promises"]["ok"] is True, row["reasons"]
