@@ -8,7 +8,7 @@ import os
 import shlex
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ def rounds(args: argparse.Namespace, once: Callable[[argparse.Namespace], int]) 
     return worst or (1 if any(t.failures for t in tallies.values()) else 0)
 
 
-def write_scorecard(args: argparse.Namespace, run_dirs: list[Path | None]) -> None:
+def write_scorecard(args: argparse.Namespace, run_dirs: Sequence[Path | None]) -> None:
     """The command's scorecard (bfh-scorecard/1, docs/compare.md) of the runs it judged: --scorecard
     PATH, default <--reports>/scorecard.json (`none`: not written). Read from the run folders only."""
     from harness.contracts.scorecard import FILE_NAME, ScorecardError, save

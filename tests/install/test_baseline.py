@@ -18,7 +18,7 @@ import pytest
 from harness.catalog.scenarios import SCENARIOS
 from harness.contracts.scorecard import Agent, Round, Scorecard, load_scorecard, save
 from tests.install.test_plugin import AGENT, _github, _run_commands, _team_repo
-from tests.install.venv import venv_env
+from tests.install.venv import run, venv_env
 
 ROUNDS = 4  # 4 + 4 rounds: the rank test's smallest p is 1/70, below 0.05 for a family of up to 3
 
@@ -65,6 +65,29 @@ def test_baseline_regression_fails_the_gate(installed: Path, tmp_path: Path) -> 
     size = (repo / "reports" / "scorecard.json").stat().st_size
     print(f"scorecard of {ROUNDS} masterslave rounds: {size} bytes")
     assert size < 64_000, json.dumps(card.model_dump(mode="json", by_alias=True))[:2000]
+
+
+def test_the_installed_plugin_compares_with_the_baseline(installed: Path, tmp_path: Path) -> None:
+    """Fast, no broker: the wheel's plugin and harness.compare from the outside folder, on hand-made
+    judged run folders (5 rounds), against a baseline equal to them (exit 0) and a far better one
+    (exit 1, the regression named)."""
+    from tests.harness.test_scorecard import ROUNDS_TEST
+    from tests.harness.test_scorecard import _baseline as five_rounds
+
+    repo = _team_repo(tmp_path)
+    (repo / "tests" / "test_judged.py").write_text(ROUNDS_TEST % str(tmp_path / "runs"))
+    py = str(installed / "bin" / "python")
+    argv = [py, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "tests/test_judged.py"]
+    env = venv_env(installed)
+    same = run([*argv, "--bfh-baseline", str(five_rounds(tmp_path / "same.json", 4.0))], repo, env)
+    assert same.returncode == 0, same.stdout[-4000:] + same.stderr[-2000:]
+    where = run([py, "-c", "import harness.compare as c; print(c.__file__)"], repo, env).stdout
+    assert str(installed) in where, where  # the wheel's, not this checkout's
+    better = five_rounds(tmp_path / "better.json", 0.01)
+    worse = run([*argv, "--bfh-baseline", str(better)], repo, env)
+    assert worse.returncode == 1, worse.stdout[-4000:] + worse.stderr[-2000:]
+    assert "regression: masterslave recovery_s" in worse.stdout, worse.stdout[-4000:]
+    assert load_scorecard(repo / "reports" / "scorecard.json").entries[0].entry == "masterslave"
 
 
 def test_templates_keep_the_last_release_as_the_baseline() -> None:
