@@ -253,5 +253,5 @@ def _add_operations(add: Add) -> None:
 
     im = add("images", "build the Docker images from Debian packages (cached by recipe hash)")
     im.add_argument("action", choices=["build", "list"])
-    im.add_argument("names", nargs="*", help="activemq, faultproxy (default: both)")
+    im.add_argument("names", nargs="*", help="activemq, faultproxy, member (default: all)")
     im.add_argument("--force", action="store_true", help="rebuild even if the recipe's tag exists")
