@@ -124,8 +124,8 @@ def cmd_images(args: argparse.Namespace) -> int:
 
     try:
         if args.action == "list":
-            for name, recipe in images.recipes().items():
-                print(f"{name:12} {recipe.tag}")
+            for name, recipe in images.recipes().items():  # the member: its base plus the project's layer
+                print(f"{name:12} {images.member_tag() if name == 'member' else recipe.tag}")
             return 0
         for name, (tag, built, secs) in images.build_all(args.names or None, force=args.force).items():
             err.print(f"[green]{'built' if built else 'cached'}[/] {name}: {tag} ({secs:.1f}s)")
