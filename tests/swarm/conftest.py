@@ -6,6 +6,7 @@ session did not make is already active (not ours to leave)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 from collections.abc import Iterator
 from typing import Any
@@ -33,14 +34,21 @@ def swarm() -> Iterator[Any]:
         pytest.skip("a swarm is already active on this host: not ours to init or leave")
     before = networks(client)
     try:
-        images.build_member()
+        tag, _built, _secs = images.build_member()
     except images.ImageError as e:
         pytest.skip(f"swarm backend: the member image cannot be built: {str(e)[:500]}")
     init = ["docker", "swarm", "init", "--advertise-addr", "127.0.0.1"]
     subprocess.run(init, check=True, capture_output=True)
+    # the image just built, whatever the agent's files become meanwhile (its tag hashes them)
+    old_image = os.environ.get("BFH_MEMBER_IMAGE")
+    os.environ["BFH_MEMBER_IMAGE"] = tag
     try:
         yield client
     finally:
+        if old_image is None:
+            os.environ.pop("BFH_MEMBER_IMAGE", None)
+        else:
+            os.environ["BFH_MEMBER_IMAGE"] = old_image
         from harness.backends.swarm import LABEL
 
         for s in client.services.list(filters={"label": LABEL}):
