@@ -17,7 +17,7 @@ from agent_under_test.defects import command as defect_command
 from agent_under_test.reference.agent import ReferenceAgent
 from agent_under_test.reference.packed import agent_class
 from harness.agents import packed
-from harness.agents.launch import REFERENCE_COMMAND, AgentSpec
+from harness.agents.launch import REFERENCE_COMMAND, AgentProcess, AgentSpec
 from harness.agents.packed import PACK_CAP, agent_module, launch_packed, pack_size
 from harness.contracts.msglog import iter_records
 from harness.run.env import Environment
@@ -25,6 +25,11 @@ from tests.agent.support import events, unique
 
 BOUND_S = 2.0
 MEMBERS = 20
+COUNT = 10  # messages each member publishes, at 2/s
+
+
+def _received(m: AgentProcess) -> set[str]:
+    return {r["msg_id"] for r in events(m, "received")}
 
 
 def test_only_the_harness_own_agents_pack() -> None:
@@ -81,18 +86,29 @@ def test_packed_members_are_agents_each(healthy_pair: Environment) -> None:
             "protocol": "mqtt",
             "subscriptions": [{"topic": f"{root}/#", "qos": 1, "durable": True}],
             "publications": [
-                {"topic": f"{root}/{i}", "qos": 1, "count": 3, "rate_per_s": 2.0, "payload_bytes": 64}
+                {"topic": f"{root}/{i}", "qos": 1, "count": COUNT, "rate_per_s": 2.0, "payload_bytes": 64}
             ],
         }
         specs.append(AgentSpec(f"{root}-{i:03d}", conf, body, REFERENCE_COMMAND, stage=1, pack=MEMBERS))
     members = launch_packed(specs, env.run_dir, env.run_id)
     assert len({m.proc.pid for m in members}) == 1
-    want = MEMBERS * 3
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not all(len(events(m, "received")) >= want for m in members):
+    while time.monotonic() < deadline and not all(len(events(m, "sent")) == COUNT for m in members):
         time.sleep(0.5)
-    got = {m.spec.name: len({r["msg_id"] for r in events(m, "received")}) for m in members}
-    assert set(got.values()) == {want}, f"{got}\n{members[0].stderr_tail()}"
+    assert all(len(events(m, "sent")) == COUNT for m in members), members[0].stderr_tail()
+    # each member publishes once its own subscription is confirmed: what was published after
+    # every member's was, every member receives
+    last_sub = max(events(m, "subscribed")[0]["ts"] for m in members)
+    first_try: dict[str, float] = {}
+    for m in members:
+        for r in events(m, "send_attempt"):
+            first_try.setdefault(r["msg_id"], r["ts"])
+    want = {mid for mid, ts in first_try.items() if ts > last_sub}
+    assert len(want) >= MEMBERS, f"only {len(want)} messages published after every subscription"
+    while time.monotonic() < deadline and not all(want <= _received(m) for m in members):
+        time.sleep(0.5)
+    missing = {m.spec.name: len(want - _received(m)) for m in members if not want <= _received(m)}
+    assert not missing, f"members missing messages: {missing}\n{members[0].stderr_tail()}"
     for m in members:  # its own client ids, its own log
         assert {r["agent"] for r in m.records} == {m.spec.name}
     t0 = time.monotonic()
