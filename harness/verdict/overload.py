@@ -8,9 +8,10 @@ ran, the judge hands every failed gated timing promise to `apply`. Each of its v
 **explained by overload** when, over the samples from a - 1 s to b + 1 s, either
 - the worst delay (peak) is at least OVERLOADED_S (an overloaded moment overlaps the evidence) and
   the breach is at most the sum of those samples' delays (the time the overload took there), or
-- (not a rate) the run queue reached STARVED_PER_CORE runnable threads per core (load1 / cpus) and
-  the breach is at most the delays plus what that queue can have taken from a runnable thread
-  (loadlog.starved_s): a starved machine whose sleepers still wake on time.
+- (a lateness that needs CPU: QUEUED, not a rate) the run queue reached STARVED_PER_CORE runnable
+  threads per core (load1 / cpus) and the breach is at most the delays plus what that queue can
+  have taken from a runnable thread (loadlog.starved_s): a starved machine whose sleepers still
+  wake on time.
 A promise all of whose violations are explained becomes `unknown`, with the evidence ("machine
 overloaded: scheduling delay 2.3 s at 12:01:07 UTC"); one violation not explained (a defect's
 breach far beyond the measured overload, a `never`) keeps it `fail`.
@@ -35,6 +36,11 @@ TIMING = (
     "fleet_recovery",
     "reconnect_storm",
 )
+#: the latenesses a starved run queue can explain: work on the agent's and the brokers' CPU (a
+#: handshake, a resubscription, a publish and its ack). Not `liveness`: noticing a dead broker is a
+#: timer's wake-up, which the probe's oversleep measures; not the rates (bounded_retry, the storm's
+#: attempts per second): a queue slows every thread alike and makes no agent retry more often.
+QUEUED = ("recovery", "connect_timeout", "publish_latency", "fleet_recovery", "reconnect_storm")
 RERUN = "re-run on a less loaded machine"
 SLACK_S = 1.0  # samples are about a second apart
 AFTER_FAULT_S = 10.0  # a restarted or promoted broker's first answers are its start-up, not load
@@ -84,8 +90,8 @@ def delays(v: RunView) -> list[Sample]:
     return out
 
 
-def explain(samples: list[Sample], b: Breach) -> Explained | None:
-    """The overload that explains one violation, or None."""
+def explain(samples: list[Sample], b: Breach, queued: bool = True) -> Explained | None:
+    """The overload that explains one violation, or None (`queued`: the run queue may)."""
     if not b.past_s > 0:  # not a time past a bound: nothing to explain
         return None
     inside = [s for s in samples if b.start - SLACK_S <= s.ts <= b.end + SLACK_S]
@@ -96,7 +102,7 @@ def explain(samples: list[Sample], b: Breach) -> Explained | None:
     if peak.delay >= loadlog.OVERLOADED_S and b.past_s <= reach:
         what = f"scheduling delay {peak.delay:.1f} s at {loadlog.clock(peak.ts)} ({peak.source})"
         return Explained(peak.ts, peak.delay, what)
-    if b.rate:  # a run queue slows every thread alike: it makes no agent retry more often
+    if b.rate or not queued:  # a run queue explains no rate, nor a timer's lateness (QUEUED)
         return None
     starved = sum(s.starved for s in inside)
     if not starved or b.past_s > reach + starved:
@@ -119,7 +125,7 @@ def judge_check(v: RunView, c: Check, samples: list[Sample]) -> Check:
         return c
     found: list[tuple[Explained, Breach]] = []
     for b in c.breaches:
-        x = explain(samples, b) if b is not None else None
+        x = explain(samples, b, c.promise in QUEUED) if b is not None else None
         if x is None or b is None:
             return c
         found.append((x, b))
