@@ -5,7 +5,8 @@ initial delay and its cap both divided by `FACTOR`: 0.05 s doubling to a 0.5 s c
 [d/2, d], instead of 0.1 s doubling to 1 s. That is about twice the failed attempts per second
 while no broker accepts, still inside `bounded_retry` (4 per URL per second over any 5 s): this
 pacing makes 3.3 passes per second on average over its first 5 s (the reference 1.9), 2.7 at
-the cap, and at most 3.8 in 20,000 simulated first 5 s.
+the cap, and at most 3.8 in 20,000 simulated first 5 s (tests/agent/test_seeded_regressions.py
+simulates it; not yet run on brokers, issue 43).
 
 Caught by: `bfh compare` of its rounds against the reference's (issue 43 item 4): `worse` on
 failed attempts per second in masterslave (scenarios/test_seeded_regressions.py, docs/compare.md).
