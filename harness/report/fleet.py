@@ -52,7 +52,8 @@ def fleet_parts(run_dir: Path) -> tuple[Markup, list[str]] | None:
         _histogram([float(n) for n in f.deliveries.values()], None, "deliveries", "agents"),
         _details(f),
     ]
-    controllers = sorted(a for a in f.v.agents if a not in set(f.members))
+    members = set(f.members)
+    controllers = sorted(a for a in f.v.agents if a not in members)
     return Markup("\n".join(parts)), controllers + sorted(r.agent for r in slowest)
 
 
