@@ -40,10 +40,11 @@ from spark_analysis.facts import read_facts  # noqa: E402
 from spark_analysis.ingest import RunSources, read_staged, stage  # noqa: E402
 from spark_analysis.inputs import InputError, RunInput, load_inputs, run_id_from_json  # noqa: E402
 from spark_analysis.markdown import render_reconciliation_md  # noqa: E402
-from spark_analysis.pairs import listed, named, write_by_run, write_pairs  # noqa: E402
+from spark_analysis.pairs import classify, listed, named, write_by_run, write_pairs  # noqa: E402
 from spark_analysis.policy import Policy, PolicyError, load_policy  # noqa: E402
 from spark_analysis.session import master_of  # noqa: E402
 from spark_analysis.summary import assemble  # noqa: E402
+from spark_analysis.widepairs import classify_wide, wide_enough  # noqa: E402
 
 __all__ = ["InputError", "main", "reconcile", "run_dirs"]
 
@@ -71,11 +72,13 @@ def _job_conf(partitions: int) -> dict[str, str]:
 
 
 def run_job(
-    spark: Any, inputs: list[RunInput], policy: Policy, all_pairs: bool = False
+    spark: Any, inputs: list[RunInput], policy: Policy, all_pairs: bool = False, classifier: Any = None
 ) -> list[dict[str, Any]]:
     """The stages in order: stage the logs, facts, pairs, aggregates, summaries; then each run's
     analysis/ files (``messages.parquet``: the listed pairs, or every pair with ``all_pairs``).
-    Returns the summaries."""
+    Returns the summaries. ``classifier``: the pairs stage's classify(); by default the wide
+    plan for runs with few subscriptions, else spark_analysis.pairs' (rows of matches and
+    receipts: a fleet's)."""
     from pyspark import StorageLevel
 
     timings: dict[str, float] = {}
@@ -106,7 +109,9 @@ def run_job(
             analysis0 = inputs[0].run_dir / "analysis"
             analysis0.mkdir(parents=True, exist_ok=True)
             scratch = Path(tempfile.mkdtemp(prefix=".reconcile-", dir=analysis0))
-            coded = write_pairs(spark, ev, facts, policy, scratch / "pairs")
+            if classifier is None:
+                classifier = classify_wide if wide_enough(facts) else classify
+            coded = write_pairs(spark, ev, facts, policy, scratch / "pairs", classifier)
             tick("messages")
             # what users read (docs/reconciliation.md): the few pairs that are not plain deliveries
             shown = listed(coded).persist(StorageLevel.MEMORY_AND_DISK)
@@ -123,6 +128,7 @@ def run_job(
             "master": master_of(spark),
             "shuffle_partitions": partitions,
             "runs_in_job": len(inputs),
+            "pairs": "wide" if classifier is classify_wide else "rows",
             "messages_parquet": "all" if all_pairs else "listed",
             "timings_s": dict(timings),
         }

@@ -172,19 +172,23 @@ def _check(h: History, run_dir: Path, s: dict) -> None:
     assert bool(anomalies(s)[0]) == must_fail
 
 
+@pytest.mark.parametrize("plan", ["wide", pytest.param("rows", marks=pytest.mark.extended)])
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(batch=batches())
-def test_generated_histories_match_truth_and_reference(spark, batch):
+def test_generated_histories_match_truth_and_reference(spark, batch, plan):
     root = Path(tempfile.mkdtemp(prefix="bfh-prop-"))
     # out-of-order blocks of 3 log positions: every stream spans several blocks, so the block
     # prefix maxima are checked against the reference's plain running max; a 1 s recovery horizon
-    # sends most recoveries after a window through the late-recovery scan
+    # sends most recoveries after a window through the late-recovery scan. `rows`: the pairs
+    # plan of runs with many subscriptions (a fleet's, spark_analysis/pairs.py) on these runs
     knobs = {"BFH_OOO_BLOCK_SEQS": "3", "BFH_RECOVERY_HORIZON_S": "1"}
+    knobs["BFH_WIDE_PAIRS_MAX_SUBS"] = "16" if plan == "wide" else "-1"
     saved = {k: os.environ.get(k) for k in knobs}
     os.environ.update(knobs)
     try:
         dirs = [h.write(root / h.run) for h in batch]
         summaries = reconcile(dirs, spark=spark)
+        assert {s["engine"]["pairs"] for s in summaries} == {plan}
         for h, d, s in zip(batch, dirs, summaries, strict=True):
             _check(h, d, s)
     finally:

@@ -1,0 +1,155 @@
+"""The pairs stage for runs with few subscriptions: one wide row per message (three columns per
+subscription index), then one struct per subscription.
+
+For one run the staged buckets hold every record of a message in one file sorted by ``msg_id``,
+so this is a streaming sort aggregation with no shuffle: the plan of the benchmark's and the
+scenario runs' measurements (docs/reconciliation.md). Its cost grows with messages x
+subscriptions, so a fleet (hundreds of subscriptions, issue 44) takes spark_analysis.pairs'
+plan from rows of matches and receipts instead; the job picks by the runs' subscriptions
+(``wide_enough``). Both give the same rows (tests/spark/test_fleet_pairs.py)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from spark_analysis.facts import Facts
+from spark_analysis.frames import values
+from spark_analysis.pairs import _TIMES, _classified, _decode, _dims, _stream, state_code
+from spark_analysis.policy import Policy
+
+#: the most subscriptions of a run for the wide plan (``BFH_WIDE_PAIRS_MAX_SUBS``)
+WIDE_MAX_SUBS = 16
+
+
+def wide_enough(facts: Facts) -> bool:
+    """Whether the runs have few enough subscriptions for the wide plan."""
+    return facts.smax <= int(os.environ.get("BFH_WIDE_PAIRS_MAX_SUBS") or WIDE_MAX_SUBS)
+
+
+def classify_wide(spark: Any, ev: Any, facts: Facts, policy: Policy) -> Any:
+    """spark_analysis.pairs.classify with one wide row per message: same rows, same codes."""
+    rows, subs_df = _stream(spark, ev, facts)
+    msg = _per_message(spark, rows, subs_df, facts)
+    pairs, msg_cols = _pairs(msg, facts)
+    return _classified(pairs, msg_cols, facts, policy)
+
+
+def _per_message(spark: Any, rows: Any, subs_df: Any, facts: Facts) -> Any:
+    """One row per message: its publisher records, its receipts per subscription index
+    (n/f/s<J>), its state, and which subscriptions' filters match its topic (m<J>)."""
+    from pyspark.sql import functions as F
+
+    from spark_analysis.mqtt import match_expr
+
+    col, S = F.col, facts.smax
+    k = col("kind")
+    is_pub = k < 3
+    # the first publisher record is the first send_attempt whenever there is one (sent and
+    # dropped follow their attempts in the publisher's own log)
+    aggs = [
+        F.count(F.when(is_pub, 1)).alias("pub_records"),
+        F.min(F.when(is_pub, col("ts"))).alias("first_attempt_ts"),
+        F.min(F.when(is_pub, col("seq"))).alias("first_attempt_seq"),
+        F.min("agent_h").alias("publisher_h"),
+        F.min("topic_h").alias("topic_h"),
+        F.max(F.when(k <= 1, col("qos"))).alias("qos"),
+        F.count(F.when(k == 0, 1)).alias("attempt_records"),
+        F.max("att").alias("attempts"),
+        F.min(F.when(k == 1, col("ts"))).alias("ack_ts"),
+        F.min(F.when(k == 2, col("ts"))).alias("drop_ts"),
+        F.min("reason_h").alias("reason_h"),
+        F.max("handed").alias("drop_handed"),
+    ]
+    for J in range(S):
+        hit = col("j") == J
+        aggs += [
+            F.count(F.when(hit, 1)).alias(f"n{J}"),
+            F.min(F.when(hit, col("ts"))).alias(f"f{J}"),
+            F.min(F.when(hit, col("seq"))).alias(f"s{J}"),
+        ]
+    if facts.runs == 1:
+        # grouped by msg_id alone, the order of the sorted buckets satisfies the aggregation
+        # (a constant rk in the key would not): a streaming sort aggregation, no hash map
+        msg = rows.groupBy("msg_id").agg(*aggs).withColumn("rk", F.lit(0))
+    else:
+        msg = rows.groupBy("rk", "msg_id").agg(*aggs)
+    dim = _dims(spark, facts)
+
+    # the topic's name matches subscriptions; publisher and drop reason travel as their hashes
+    # (named only in the output rows: see named())
+    msg = _decode(dim, msg, "topic", "topic_h", "topic", keep=True)
+    attempted = col("pub_records") > 0
+    msg = msg.withColumn(
+        "state",
+        F.when(~attempted, state_code("unexpected"))
+        .when(col("ack_ts").isNotNull(), state_code("acknowledged"))
+        .when(col("drop_ts").isNotNull(), state_code("dropped"))
+        .otherwise(state_code("in_doubt")),
+    )
+    msg = msg.withColumn(
+        "reached", F.greatest(*[col(f"n{J}") > 0 for J in range(S)], F.lit(False)) if S else F.lit(False)
+    )
+    # which subscriptions' filters match each topic: distinct topics x subscriptions (small),
+    # matched in Spark SQL, pivoted to one boolean per run-local subscription index
+    if S:
+        topics = values(spark, facts.topics, "rk int, topic string")
+        subs_f = subs_df.select("rk", "j", col("subscription").alias("filter"))
+        tm = (
+            topics.join(F.broadcast(subs_f), "rk")
+            .where(match_expr("filter", "topic"))
+            .groupBy("rk", "topic")
+            .agg(*[F.max(col("j") == J).alias(f"m{J}") for J in range(S)])
+        )
+        msg = msg.join(F.broadcast(tm), ["rk", "topic"], "left")
+    return msg
+
+
+def _pairs(msg: Any, facts: Facts) -> tuple[Any, list[str]]:
+    """The (message, subscription) rows of the messages, and the message columns they carry."""
+    from pyspark.sql import functions as F
+
+    col, S = F.col, facts.smax
+    # one row per (message, subscription) pair that is expected, matched or received; one row
+    # without subscription for a message that has none of them
+    matches = [F.coalesce(col(f"m{J}"), F.lit(False)) for J in range(S)]
+    keeps = [m | (col(f"n{J}") > 0) for J, m in enumerate(matches)]
+    # the message's row is its first kept pair: the least kept index (linear in S, where
+    # "kept and none before" is quadratic, and a fleet has hundreds of subscriptions)
+    no_index = F.lit(None).cast("int")
+    first_kept = F.least(*[F.when(k, F.lit(J)) for J, k in enumerate(keeps)], no_index) if S else no_index
+    msg = msg.withColumn("_first_kept", first_kept)  # once per message, not once per pair
+    first_kept = col("_first_kept")
+    structs = []
+    for J, (m, keep) in enumerate(zip(matches, keeps, strict=True)):
+        sub_first = facts.sub_field("first_ts", J, "double")
+        expected = F.coalesce(m & (sub_first < col("first_attempt_ts")), F.lit(False))
+        first = F.coalesce(first_kept == J, F.lit(False))
+        structs.append(
+            F.struct(
+                F.lit(J).cast("int").alias("j"),
+                keep.alias("keep"),
+                first.alias("msg_row"),
+                col(f"n{J}").cast("int").alias("received"),
+                col(f"f{J}").alias("first_receipt_ts"),
+                col(f"s{J}").alias("first_receipt_seq"),
+                m.alias("matches"),
+                expected.alias("expected"),
+            )
+        )
+    none_keep = first_kept.isNull()
+    structs.append(
+        F.struct(
+            F.lit(None).cast("int").alias("j"),
+            none_keep.alias("keep"),
+            none_keep.alias("msg_row"),
+            F.lit(0).alias("received"),
+            F.lit(None).cast("double").alias("first_receipt_ts"),
+            F.lit(None).cast("long").alias("first_receipt_seq"),
+            F.lit(False).alias("matches"),
+            F.lit(False).alias("expected"),
+        )
+    )
+    msg_cols = ["rk", "msg_id", "publisher_h", "topic_h", "qos", "state", *_TIMES, "reason_h"]
+    pairs = msg.select(*msg_cols, "drop_handed", "reached", F.inline(F.array(*structs))).where(col("keep"))
+    return pairs, msg_cols
