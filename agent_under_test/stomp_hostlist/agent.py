@@ -6,6 +6,7 @@ import contextlib
 import heapq
 import json
 import random
+import socket
 import sys
 import threading
 import time
@@ -26,69 +27,20 @@ from agent_under_test.config import (
     mqtt_topic,
     stomp_destination,
 )
+from agent_under_test.stomp_hostlist.listener import Listener
 from harness.contracts.msglog import MessageLogWriter
 
-
-class _Listener(stomp.ConnectionListener):
-    """Collects what one connection hears; callbacks run on stomp.py's threads."""
-
-    def __init__(self, on_message: Any = None) -> None:
-        self.cond = threading.Condition()
-        self.host: tuple[str, int] | None = None
-        self.receipts: set[str] = set()
-        self.errors: dict[str | None, str] = {}
-        self.lost: str | None = None
-        self.on_message_cb = on_message
-
-    def on_connecting(self, host_and_port: tuple[str, int]) -> None:
-        self.host = host_and_port
-
-    def on_receipt(self, frame: Any) -> None:
-        with self.cond:
-            self.receipts.add(frame.headers.get("receipt-id", ""))
-            self.cond.notify_all()
-
-    def on_error(self, frame: Any) -> None:
-        with self.cond:
-            self.errors[frame.headers.get("receipt-id")] = frame.headers.get("message", "ERROR")
-            self.cond.notify_all()
-
-    def on_disconnected(self) -> None:
-        with self.cond:
-            self.lost = self.lost or "connection_lost: socket closed"
-            self.cond.notify_all()
-
-    def on_heartbeat_timeout(self) -> None:
-        with self.cond:
-            self.lost = "liveness_timeout: heart-beat missed"
-            self.cond.notify_all()
-
-    def on_message(self, frame: Any) -> None:
-        if self.on_message_cb is not None:
-            self.on_message_cb(frame)
-
-    def wait_receipt(self, rid: str, timeout: float) -> str | None:
-        """None when the receipt arrived, else why not."""
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while rid not in self.receipts:
-                if rid in self.errors:
-                    return f"ERROR {self.errors[rid]}"
-                if self.lost:
-                    return self.lost
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return f"no receipt within {timeout:g} s"
-                self.cond.wait(left)
-            self.receipts.discard(rid)
-        return None
+#: on SIGTERM: the roles get this long to close politely, then the sockets still open are shut
+#: down under them (a send blocked on a paused broker, a read), then the rest of the budget
+POLITE_CLOSE_S = 0.5
+SHUTDOWN_BUDGET_S = 7.0
 
 
 @dataclass
 class _PubConn:
     """The publisher's connection, kept across messages."""
 
-    listener: _Listener
+    listener: Listener
     conn: Any = None
     url: BrokerUrl | None = None
     fails: int = 0
@@ -124,6 +76,9 @@ class HostListAgent:
         self._ready: list[threading.Event] = []
         self._seq = 0
         self._seq_lock = threading.Lock()
+        self._open: dict[
+            str, Any
+        ] = {}  # role -> its connection (connecting or up): a shutdown interrupts them
 
     # ---- connections ------------------------------------------------------------------------
     def _rid(self, prefix: str) -> str:
@@ -136,7 +91,7 @@ class HostListAgent:
         return self.rng.uniform(d / 2, d)
 
     def _connect(
-        self, role: str, cid: str | None, listener: _Listener, reason: str
+        self, role: str, cid: str | None, listener: Listener, reason: str
     ) -> tuple[Any, BrokerUrl] | None:
         """One pass over mb.urls in order; the connection that completed the handshake, or None."""
         remaining = list(self.urls)
@@ -156,17 +111,23 @@ class HostListAgent:
                 heart_beat_receive_scale=3.0,
                 auto_decode=False,
             )
+            with self._seq_lock:  # stomp.py's reconnect sleep (backoff_initial) ends when it stops running
+                self._open[role] = conn
             tls = [(u.connect_host, u.port) for u in remaining if u.tls]
             if tls:
                 conn.set_ssl(for_hosts=tls, ca_certs=self.conf.ssl_ca)
-            listener.host, listener.lost = None, None
+            listener.host, listener.lost, listener.connected = None, None, False
             listener.errors.clear()
             conn.set_listener("agent", listener)
             headers = {"client-id": cid} if cid else {}
             user = self.conf.username or None
             pw = self.conf.password.get_secret_value() if user else None
             try:
-                conn.connect(user, pw, wait=True, headers=headers, with_connect_command=True)
+                # wait=False: the handshake is awaited on the listener, which also looks at `stop`
+                conn.connect(user, pw, wait=False, headers=headers, with_connect_command=True)
+                why = listener.wait_connected(self.conf.connect_timeout)
+                if why is not None:
+                    raise ConnectionError(why)
             except Exception as e:
                 with contextlib.suppress(Exception):
                     conn.transport.disconnect_socket()
@@ -178,7 +139,13 @@ class HostListAgent:
                     return None
                 url = self._by_host[listener.host]
                 why = listener.errors.get(None)
-                detail = f"rejected: ERROR {why}" if why else f"refused: {type(e).__name__}"
+                detail = (
+                    f"rejected: ERROR {why}"
+                    if why
+                    else f"refused: {e if isinstance(e, ConnectionError) else type(e).__name__}"
+                )
+                if self.stop.is_set():
+                    return None
                 self.log.write("disconnected", broker=url.key, role=role, reason=f"connect_failed: {detail}")
                 # stomp.py tried the hosts before listener.host at TCP level and they refused
                 for u in remaining[: remaining.index(url)]:
@@ -216,7 +183,7 @@ class HostListAgent:
                 with contextlib.suppress(Exception):
                     conn.ack(frame.headers["ack"])
 
-        listener = _Listener(on_message)
+        listener = Listener(self.stop, on_message)
         fails = 0
         reason = "initial"
         conn: Any = None
@@ -246,7 +213,13 @@ class HostListAgent:
             if why is not None:
                 with contextlib.suppress(Exception):
                     conn.disconnect()
-                self.log.write("disconnected", broker=url.key, role=role, reason=f"subscribe_failed: {why}")
+                stopping = self.stop.is_set()
+                self.log.write(
+                    "disconnected",
+                    broker=url.key,
+                    role=role,
+                    reason="shutdown" if stopping else f"subscribe_failed: {why}",
+                )
                 self.stop.wait(self._delay(fails))
                 fails += 1
                 continue
@@ -268,7 +241,7 @@ class HostListAgent:
     # ---- publisher --------------------------------------------------------------------------
     def _publisher(self) -> None:
         pubs = self.wl.publications
-        st = _PubConn(_Listener())
+        st = _PubConn(Listener(self.stop))
         t0 = time.monotonic()
         heap = [(t0, i, 0) for i, p in enumerate(pubs) if p.count > 0]
         heapq.heapify(heap)
@@ -374,8 +347,32 @@ class HostListAgent:
             t.start()
         while not self.stop.wait(0.5):
             pass
-        end = time.monotonic() + 7.0
+        return self.shutdown()
+
+    def shutdown(self) -> int:
+        """The roles close politely for POLITE_CLOSE_S; a role still blocked then (a send into a
+        paused broker under stomp.py's socket lock, a DISCONNECT that cannot be written) has its
+        socket shut down under it and ends as on a lost link."""
+        start = time.monotonic()
         for t in self._threads:
-            t.join(max(0.0, end - time.monotonic()))
+            t.join(max(0.0, start + POLITE_CLOSE_S - time.monotonic()))
+        if any(t.is_alive() for t in self._threads):
+            with self._seq_lock:
+                conns = list(self._open.values())
+            for conn in conns:
+                _interrupt(conn)
+        for t in self._threads:
+            t.join(max(0.0, start + SHUTDOWN_BUDGET_S - time.monotonic()))
         self.log.close()
         return 0
+
+
+def _interrupt(conn: Any) -> None:
+    """Shut the connection's socket down at the file descriptor (no TLS call from this thread:
+    stomp.py's receiver may be using the TLS object), which frees a blocked send or read."""
+    transport = conn.transport
+    transport.running = False
+    sock = transport.socket
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
