@@ -18,6 +18,7 @@ from markupsafe import Markup, escape
 from harness.contracts.manifest import atomic_write
 from harness.report.brokerchart import broker_usage_section
 from harness.report.fleet import fleet_parts
+from harness.report.loadsummary import load_section
 
 # RunData and the timeline live in their own modules; their names stay importable from here.
 from harness.report.rundata import ReportError, RunData, blame_rows, load_run
@@ -264,6 +265,7 @@ def _render(d: RunData) -> tuple[str, str]:
         "fleet": fleet[0] if fleet else None,
         "fleet_drawn": len(d.agents),
         "broker_usage": broker_usage_section(d.run_dir, d.faults),
+        "load": load_section(d.run),
     }
     env = _env()
     return env.get_template("report.html.j2").render(**ctx), env.get_template("report_summary.md.j2").render(
