@@ -26,7 +26,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from harness.contracts.msglog import EVENTS
+from harness.contracts.msglog import EVENTS, read_clock_offsets
 from spark_analysis.frames import collect_many, top
 
 STAGE_VERSION = 4
@@ -93,6 +93,8 @@ class RunSources:
     run_dir: Path
     files: list[Path]
     run_id: str | None = None  # run.json's: records naming another run are staged as FOREIGN
+    # run.json's clock offsets per agent (an agent on another host: --backend swarm), added to ts
+    clocks: dict[str, float] = field(default_factory=dict)
 
     @property
     def events_dir(self) -> Path:
@@ -105,7 +107,7 @@ class RunSources:
 
 def discover(run_dir: Path, run_id: str | None = None) -> RunSources:
     files = sorted(p for p in (run_dir / "agents").glob("*/messages.jsonl") if p.is_file())
-    return RunSources(run_dir, files, run_id)
+    return RunSources(run_dir, files, run_id, read_clock_offsets(run_dir))
 
 
 def fingerprint(run_dir: Path, files: list[Path]) -> list[dict[str, Any]]:
@@ -135,6 +137,8 @@ def is_fresh(src: RunSources) -> bool:
         return False
     if manifest.get("synthetic"):
         return True
+    if manifest.get("clocks", {}) != src.clocks:
+        return False
     return manifest.get("run_id") == src.run_id and manifest.get("sources") == fingerprint(
         src.run_dir, src.files
     )
@@ -252,6 +256,7 @@ def write_manifest(src: RunSources, **extra: Any) -> None:
         "version": STAGE_VERSION,
         "sources": fingerprint(src.run_dir, src.files),
         "run_id": src.run_id,
+        **({"clocks": src.clocks} if src.clocks else {}),
         "staged_at": time.time(),
         **extra,
     }
@@ -261,11 +266,12 @@ def write_manifest(src: RunSources, **extra: Any) -> None:
 
 
 def _parse(text: DataFrame) -> DataFrame:
-    """Raw lines (value, rk, want_run) -> staged rows (rk + STAGED_SCHEMA)."""
+    """Raw lines (value, rk, want_run, clock) -> staged rows (rk + STAGED_SCHEMA); `clock`: a map
+    of agent -> seconds added to its records' ts (null: every agent on the harness host's clock)."""
     r = F.from_json(
         "value", _PARSE_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
     ).alias("r")
-    df = text.select("rk", "want_run", F.monotonically_increasing_id().alias("seq"), "value", r)
+    df = text.select("rk", "want_run", "clock", F.monotonically_increasing_id().alias("seq"), "value", r)
     col = F.col
     ev = col("r.event")
     no_fields = col("r.ts").isNull() & ev.isNull() & col("r.agent").isNull()
@@ -283,6 +289,8 @@ def _parse(text: DataFrame) -> DataFrame:
     is_bad = col("bad_reason").isNotNull()
     foreign = col("r.run").isNotNull() & col("want_run").isNotNull() & (col("r.run") != col("want_run"))
     fields = [F.when(~is_bad, col(f"r.{n}")).cast(t).alias(n) for n, t in RECORD_FIELDS if n != "event"]
+    shift = F.coalesce(F.try_element_at(col("clock"), col("r.agent")), F.lit(0.0))
+    fields[0] = F.when(~is_bad, col("r.ts") + shift).cast(T.DoubleType()).alias("ts")
     return df.select(
         "rk",
         *fields,
@@ -319,6 +327,7 @@ def stage(
                     .where(F.length(F.trim("value")) > 0)
                     .withColumn("rk", F.lit(i))
                     .withColumn("want_run", F.lit(s.run_id).cast("string"))
+                    .withColumn("clock", _clock_map(s.clocks))
                 )
                 text = part if text is None else text.unionByName(part)
             assert text is not None
@@ -342,6 +351,13 @@ def stage(
             s.events_dir.mkdir()
             write_manifest(s, buckets=1, facts=NO_FACTS)
     return sources
+
+
+def _clock_map(clocks: dict[str, float]) -> Any:
+    """A map column of agent -> clock offset (a typed null when there is none)."""
+    if not clocks:
+        return F.lit(None).cast(T.MapType(T.StringType(), T.DoubleType()))
+    return F.create_map(*[x for a, off in sorted(clocks.items()) for x in (F.lit(a), F.lit(float(off)))])
 
 
 def _replace_dir(new: Path, target: Path) -> None:

@@ -60,3 +60,23 @@ def _location(spark, table):
     except AnalysisException:  # another job's table, dropped since it was listed
         return ""
     return next(r["data_type"] for r in rows if r["col_name"] == "Location").removeprefix("file:")
+
+
+def test_a_members_records_are_staged_on_the_managers_clock(spark, tmp_path):
+    """run.json `clocks` (--backend swarm): a member's ts plus its offset; a new offset restages."""
+    run_dir = classes_history().write(tmp_path / "run")
+    agents = sorted(p.parent.name for p in discover(run_dir).files)
+    (plain,) = stage(spark, [run_dir])
+    before = pd.concat(pd.read_parquet(f) for f in sorted(plain.events_dir.glob("*.parquet")))
+    run = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    run["clocks"] = {agents[0]: {"offset_s": -20.0}}
+    (run_dir / "run.json").write_text(json.dumps(run))
+    (shifted,) = stage(spark, [run_dir])
+    assert json.loads(shifted.manifest_path.read_text())["clocks"] == {agents[0]: -20.0}
+    after = pd.concat(pd.read_parquet(f) for f in sorted(shifted.events_dir.glob("*.parquet")))
+    key = ["agent", "event", "msg_id", "seq"]
+    both = before.merge(after, on=key, suffixes=("_before", "_after"))
+    assert len(both) == len(before) == len(after)
+    moved = both["ts_after"] - both["ts_before"]
+    assert (moved[both["agent"] == agents[0]].round(6) == -20.0).all()
+    assert (moved[both["agent"] != agents[0]].dropna() == 0).all()
