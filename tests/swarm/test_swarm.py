@@ -94,6 +94,11 @@ def _latency(run_dir: Path, member: str, offset_s: float) -> float:
     )
 
 
+@pytest.mark.xfail(
+    reason="Debian's libfaketime 0.9.10 breaks Python 3.11's sleeps (EINVAL or a hang): the faked "
+    "member's agent dies (docs/fleet.md, 'Status')",
+    strict=False,
+)
 def test_a_member_on_a_shifted_clock_is_judged_on_the_managers(swarm: Any, tmp_path: Path) -> None:
     faked = "fleet-pair-002"
     row = bfh_run(
