@@ -92,18 +92,16 @@ def _stream(spark: Any, ev: Any, facts: Facts) -> tuple[Any, Any]:
     return rows, subs_df
 
 
-def _per_message(spark: Any, rows: Any, facts: Facts) -> Any:
-    """One row per message: its publisher records, its state, its receipts' count and the least
-    subscription index it was received on (the subscriptions come as rows: see _pairs)."""
+def publisher_aggs() -> list[Any]:
+    """A message's publisher-side aggregates, the same in both plans (this one and widepairs').
+    The first publisher record is the first send_attempt whenever there is one (sent and dropped
+    follow their attempts in the publisher's own log)."""
     from pyspark.sql import functions as F
 
     col = F.col
     k = col("kind")
     is_pub = k < 3
-    got = (k == 3) & col("j").isNotNull()
-    # the first publisher record is the first send_attempt whenever there is one (sent and
-    # dropped follow their attempts in the publisher's own log)
-    aggs = [
+    return [
         F.count(F.when(is_pub, 1)).alias("pub_records"),
         F.min(F.when(is_pub, col("ts"))).alias("first_attempt_ts"),
         F.min(F.when(is_pub, col("seq"))).alias("first_attempt_seq"),
@@ -116,6 +114,19 @@ def _per_message(spark: Any, rows: Any, facts: Facts) -> Any:
         F.min(F.when(k == 2, col("ts"))).alias("drop_ts"),
         F.min("reason_h").alias("reason_h"),
         F.max("handed").alias("drop_handed"),
+    ]
+
+
+def _per_message(spark: Any, rows: Any, facts: Facts) -> Any:
+    """One row per message: its publisher records, its state, its receipts' count and the least
+    subscription index it was received on (the subscriptions come as rows: see _pairs)."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    k = col("kind")
+    got = (k == 3) & col("j").isNotNull()
+    aggs = [
+        *publisher_aggs(),
         (F.count(F.when(got, 1)) > 0).alias("reached"),
         F.min(F.when(got, col("j"))).alias("first_received_j"),
     ]

@@ -15,7 +15,7 @@ from typing import Any
 
 from spark_analysis.facts import Facts
 from spark_analysis.frames import values
-from spark_analysis.pairs import _TIMES, _classified, _decode, _dims, _stream, state_code
+from spark_analysis.pairs import _TIMES, _classified, _decode, _dims, _stream, publisher_aggs, state_code
 from spark_analysis.policy import Policy
 
 #: the most subscriptions of a run for the wide plan (``BFH_WIDE_PAIRS_MAX_SUBS``)
@@ -43,24 +43,7 @@ def _per_message(spark: Any, rows: Any, subs_df: Any, facts: Facts) -> Any:
     from spark_analysis.mqtt import match_expr
 
     col, S = F.col, facts.smax
-    k = col("kind")
-    is_pub = k < 3
-    # the first publisher record is the first send_attempt whenever there is one (sent and
-    # dropped follow their attempts in the publisher's own log)
-    aggs = [
-        F.count(F.when(is_pub, 1)).alias("pub_records"),
-        F.min(F.when(is_pub, col("ts"))).alias("first_attempt_ts"),
-        F.min(F.when(is_pub, col("seq"))).alias("first_attempt_seq"),
-        F.min("agent_h").alias("publisher_h"),
-        F.min("topic_h").alias("topic_h"),
-        F.max(F.when(k <= 1, col("qos"))).alias("qos"),
-        F.count(F.when(k == 0, 1)).alias("attempt_records"),
-        F.max("att").alias("attempts"),
-        F.min(F.when(k == 1, col("ts"))).alias("ack_ts"),
-        F.min(F.when(k == 2, col("ts"))).alias("drop_ts"),
-        F.min("reason_h").alias("reason_h"),
-        F.max("handed").alias("drop_handed"),
-    ]
+    aggs = publisher_aggs()
     for J in range(S):
         hit = col("j") == J
         aggs += [
