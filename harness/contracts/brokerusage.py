@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
+
+from harness.contracts.jsonlines import write_atomic
 
 USAGE_FILE = "broker-usage.jsonl"
 
@@ -32,14 +33,7 @@ def _num(x: Any) -> float | None:
 
 
 def write(run_dir: Path, rows: list[dict[str, Any]]) -> Path:
-    path = Path(run_dir) / USAGE_FILE
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows), encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    return write_atomic(Path(run_dir) / USAGE_FILE, rows)
 
 
 def read(run_dir: Path) -> list[dict[str, Any]]:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from harness.contracts.jsonlines import write_atomic
 
 LOAD_FILE = "load.jsonl"
 #: a sample whose delay is at least this is an overloaded moment (the probe's worst oversleep of a
@@ -88,14 +89,7 @@ def clock(ts: float) -> str:
 
 
 def write(run_dir: Path, rows: list[dict[str, Any]]) -> Path:
-    path = Path(run_dir) / LOAD_FILE
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows), encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    return write_atomic(Path(run_dir) / LOAD_FILE, rows)
 
 
 def read(run_dir: Path) -> list[dict[str, Any]]:
