@@ -117,6 +117,17 @@ def publisher_aggs() -> list[Any]:
     ]
 
 
+def per_message_rows(rows: Any, facts: Facts, aggs: list[Any]) -> Any:
+    """`aggs` over each message's rows (both plans), with its run key `rk`."""
+    from pyspark.sql import functions as F
+
+    if facts.runs == 1:
+        # grouped by msg_id alone, the order of the sorted buckets satisfies the aggregation
+        # (a constant rk in the key would not): a streaming sort aggregation, no hash map
+        return rows.groupBy("msg_id").agg(*aggs).withColumn("rk", F.lit(0))
+    return rows.groupBy("rk", "msg_id").agg(*aggs)
+
+
 def _per_message(spark: Any, rows: Any, facts: Facts) -> Any:
     """One row per message: its publisher records, its state, its receipts' count and the least
     subscription index it was received on (the subscriptions come as rows: see _pairs)."""
@@ -130,12 +141,7 @@ def _per_message(spark: Any, rows: Any, facts: Facts) -> Any:
         (F.count(F.when(got, 1)) > 0).alias("reached"),
         F.min(F.when(got, col("j"))).alias("first_received_j"),
     ]
-    if facts.runs == 1:
-        # grouped by msg_id alone, the order of the sorted buckets satisfies the aggregation
-        # (a constant rk in the key would not): a streaming sort aggregation, no hash map
-        msg = rows.groupBy("msg_id").agg(*aggs).withColumn("rk", F.lit(0))
-    else:
-        msg = rows.groupBy("rk", "msg_id").agg(*aggs)
+    msg = per_message_rows(rows, facts, aggs)
     dim = _dims(spark, facts)
 
     # the topic's name matches subscriptions; publisher and drop reason travel as their hashes

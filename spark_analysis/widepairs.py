@@ -15,7 +15,16 @@ from typing import Any
 
 from spark_analysis.facts import Facts
 from spark_analysis.frames import values
-from spark_analysis.pairs import _TIMES, _classified, _decode, _dims, _stream, publisher_aggs, state_code
+from spark_analysis.pairs import (
+    _TIMES,
+    _classified,
+    _decode,
+    _dims,
+    _stream,
+    per_message_rows,
+    publisher_aggs,
+    state_code,
+)
 from spark_analysis.policy import Policy
 
 #: the most subscriptions of a run for the wide plan (``BFH_WIDE_PAIRS_MAX_SUBS``)
@@ -51,12 +60,7 @@ def _per_message(spark: Any, rows: Any, subs_df: Any, facts: Facts) -> Any:
             F.min(F.when(hit, col("ts"))).alias(f"f{J}"),
             F.min(F.when(hit, col("seq"))).alias(f"s{J}"),
         ]
-    if facts.runs == 1:
-        # grouped by msg_id alone, the order of the sorted buckets satisfies the aggregation
-        # (a constant rk in the key would not): a streaming sort aggregation, no hash map
-        msg = rows.groupBy("msg_id").agg(*aggs).withColumn("rk", F.lit(0))
-    else:
-        msg = rows.groupBy("rk", "msg_id").agg(*aggs)
+    msg = per_message_rows(rows, facts, aggs)
     dim = _dims(spark, facts)
 
     # the topic's name matches subscriptions; publisher and drop reason travel as their hashes
