@@ -70,6 +70,13 @@ MEASURES: dict[str, Measure] = {
         "publisher connected): one per agent and window",
         True,
     ),
+    "retry_pause_max_s": Measure(
+        "s",
+        "the longest pause between a role's connection attempts while away, from losing its connection "
+        "until back: what its backoff reached (the takeover's own time is not in it); one per agent and "
+        "window",
+        True,
+    ),
     "takeover_to_delivery_s": Measure(
         "s", "from a broker fault's start until the first delivery to any subscriber after it (per fault)"
     ),

@@ -17,6 +17,8 @@ def test_every_known_measure_has_a_kind() -> None:
     assert kinds["failed_attempts_per_s"] == kinds["storm_attempts_per_role_s"] == "rate"
     assert kinds["duplicates"] == kinds["dropped_at_timeout"] == "count"
     assert kinds["publish_latency_p95_s"] == "publish latency"
+    assert kinds["retry_pause_max_s"] == "pause"  # the agent's own sleep: 25 % or 0.1 s, not 0.5 s
+    assert tolerance.default("retry_pause_max_s[publisher]")[1] == Tolerance(0.25, 0.1)
     assert tolerance.default("recovery_s[subscriber:orders]") == tolerance.default("recovery_s")
 
 

@@ -27,12 +27,53 @@ def test_recovery_per_role_and_takeover_to_delivery() -> None:
     assert c.measures == {
         "recovery_s[subscriber:t/#]": [3.5],  # lost at 2.1, subscribed again at 5.6
         "recovery_s[publisher]": [4.0],  # lost at 2.2, connected at 6.2
+        "retry_pause_max_s[subscriber:t/#]": [3.0],  # no attempt between: lost 2.1 -> connected 5.1
+        "retry_pause_max_s[publisher]": [4.0],
         "takeover_to_delivery_s": [5.5],  # the kill at 2.0, the next delivery at 7.5
     }
     assert c.to_dict()["measures"] == c.measures
     late = recovery(view(history[:-1], [kill]))  # the run ends before the bound: measured, not judged
     assert late.ok and late.measures == c.measures
     assert recovery(view(HEALTHY)).measures == {}  # no fault: nothing measured
+
+
+def _failed(ts: float, role: str, broker: str = A) -> dict:
+    return r(ts, "disconnected", role=role, broker=broker, reason="connect_failed: refused: [Errno 111]")
+
+
+def test_the_longest_retry_pause_while_away_is_what_the_backoff_reached() -> None:
+    """Each pass over mb.urls fails at both brokers within a millisecond, then the agent sleeps:
+    the longest gap from the loss through its attempts to the connection is its longest sleep,
+    whenever the slave takes over; attempts before the loss or after it is back do not count."""
+    kill = Window("f1", "kill", "pair-1", 2.0, 4.0, {"group": "pair", "new_master": "pair-2"})
+    sub, pub = "subscriber:t/#", "publisher"
+    reference = [2.2, 2.4, 2.8, 3.6]  # the reference's pauses: 0.1, 0.2, 0.4, 0.8, then 0.9 (cap 1 s)
+    slow = [2.5, 3.1, 4.3]  # 3x slower: 0.3, 0.6, 1.2, then 1.7 (cap 3 s)
+    history = sorted(
+        [
+            _failed(0.1, sub),  # at the launch, before the first connection: not this window's
+            *HEALTHY,
+            r(2.1, "disconnected", role=sub, broker=A, reason="connection_lost: reset"),
+            r(2.2, "disconnected", role=pub, broker=A, reason="connection_lost: reset"),
+            *(f for t in reference for f in (_failed(t, sub), _failed(t + 0.001, sub, B))),
+            *(f for t in slow for f in (_failed(t, pub), _failed(t + 0.001, pub, B))),
+            r(4.5, "connected", role=sub, broker=B),
+            r(4.6, "subscribed", topic="t/#", broker=B),
+            r(6.0, "connected", role=pub, broker=B),
+            r(9.0, "send_attempt", msg_id="m2", broker=B),
+            r(9.5, "received", msg_id="m2"),
+            _failed(20.0, sub),  # after it was back: not this window's either
+            r(60.0, "send_attempt", msg_id="m3", broker=B),
+        ],
+        key=lambda x: x["ts"],
+    )
+    c = recovery(view(history, [kill]))
+    assert c.ok
+    assert c.measures["retry_pause_max_s[subscriber:t/#]"] == [0.899]  # 3.601 -> 4.5
+    assert c.measures["retry_pause_max_s[publisher]"] == [1.699]  # 4.301 -> 6.0
+    assert c.measures["recovery_s[subscriber:t/#]"] == [2.5]  # lost 2.1, subscribed 4.6
+    late = recovery(view(history[:-1], [kill]))  # past the agent's stop: measured all the same
+    assert late.measures == c.measures
 
 
 def test_failed_attempts_per_second() -> None:

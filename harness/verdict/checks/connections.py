@@ -182,6 +182,7 @@ def recovery(v: RunView) -> Check:
         last_publish = max(
             (r["ts"] for r in recs if r.get("event") in ("send_attempt", "dropped")), default=float("-inf")
         )
+        tried = _attempts(recs)
         for w in v.faults:
             if w.end is None or w.end + limit > end_of_run:
                 continue
@@ -191,7 +192,7 @@ def recovery(v: RunView) -> Check:
                     continue
                 back = back_at(v, agent, role, w.start, w.end + limit)
                 if back is not None:
-                    took[measure_name("recovery_s", role)].append(max(0.0, back.ts - lost[role]))
+                    _measure_back(took, tried, role, lost[role], back.ts)
                 else:
                     later = back_at(v, agent, role, w.start)  # back after the bound, or never
                     breaches.append(
@@ -250,13 +251,39 @@ def _late_recoveries(v: RunView, limit: float, took: dict[str, list[float]]) -> 
     stopped = v.observations.get("agents_stopped_ts") or {}
     for agent, recs in v.records.items():
         end_of_run = float(stopped.get(agent) or max((r["ts"] for r in recs), default=0.0))
+        tried = _attempts(recs)
         for w in v.faults:
             if w.end is None or w.end + limit <= end_of_run:
                 continue  # judged, and measured, by recovery's own loop
             for role, at in sorted(_lost_in(recs, w).items()):
                 back = back_at(v, agent, role, w.start, w.end + limit)
                 if back is not None:
-                    took[measure_name("recovery_s", role)].append(max(0.0, back.ts - at))
+                    _measure_back(took, tried, role, at, back.ts)
+
+
+def _attempts(recs: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """role -> the times of its connection records (failed attempts, connections, losses), sorted."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for r in recs:
+        if r.get("event") in ("connected", "disconnected"):
+            out[str(r.get("role"))].append(float(r["ts"]))
+    for ts in out.values():
+        ts.sort()
+    return out
+
+
+def _measure_back(
+    took: dict[str, list[float]], tried: dict[str, list[float]], role: str, lost: float, back: float
+) -> None:
+    """A role back at `back` after losing its connection at `lost`: its recovery, and the longest
+    pause between its attempts meanwhile (lost -> each connect_failed or connected -> the last one
+    before back), which is what its backoff reached: the takeover's own time is not in it."""
+    took[measure_name("recovery_s", role)].append(max(0.0, back - lost))
+    ts = tried.get(role, [])
+    points = [lost, *ts[bisect.bisect_right(ts, lost) : bisect.bisect_right(ts, back)]]
+    if len(points) > 1:
+        pauses = (b - a for a, b in zip(points, points[1:], strict=False))
+        took[measure_name("retry_pause_max_s", role)].append(max(pauses))
 
 
 def subscription_confirmed(v: RunView) -> Check:
