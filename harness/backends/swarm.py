@@ -185,11 +185,22 @@ class SwarmBackend(LocalBackend):
             svc.remove()
         flt = {"label": f"com.docker.swarm.service.id={svc.id}"}
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.client.containers.list(all=True, filters=flt):
+        while time.monotonic() < deadline and _container_ids(self.client, flt):
             time.sleep(0.5)
-        for c in self.client.containers.list(all=True, filters=flt):  # what swarm did not reap
-            with contextlib.suppress(Exception):
-                c.remove(force=True)
+        _remove_containers(self.client, flt)  # what swarm did not reap
+
+
+def _container_ids(client: Any, filters: dict[str, str]) -> list[str]:
+    """The ids of the containers matching `filters`, from one listing. Not `containers.list()`:
+    it inspects each container it listed, and one that swarm removes meanwhile raises NotFound
+    ("No such container"; measured: 8 of 398 listings while a 30-replica service was removed)."""
+    return [str(r["Id"]) for r in client.api.containers(all=True, filters=filters)]
+
+
+def _remove_containers(client: Any, filters: dict[str, str]) -> None:
+    for cid in _container_ids(client, filters):
+        with contextlib.suppress(Exception):  # removed by swarm meanwhile
+            client.api.remove_container(cid, force=True)
 
 
 def clean_run(run: str) -> None:
@@ -198,6 +209,4 @@ def clean_run(run: str) -> None:
     for s in client.services.list(filters={"label": f"{LABEL}={run}"}):
         with contextlib.suppress(Exception):
             s.remove()
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL}={run}"}):
-        with contextlib.suppress(Exception):
-            c.remove(force=True)
+    _remove_containers(client, {"label": f"{LABEL}={run}"})

@@ -32,6 +32,9 @@ _REQ = struct.Struct("!Q")  # nonce
 _REP = struct.Struct("!Qd")  # nonce, the manager's time.time()
 SAMPLES = 9
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+#: the harness SIGKILLs a member 10 s after its SIGTERM (procs.terminate_all): dump stacks before
+STACKS_AFTER_S = 8.5
+SELECT_SLEEP = "--select-sleep"  # run `-m module` with time.sleep in select (a faked member's agent)
 
 
 class TimeServer:
@@ -99,21 +102,41 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM forwarded; an agent still running STACKS_AFTER_S later is aborted, so its
+    agent.out holds where each of its threads stood (the harness would SIGKILL it soon after)."""
+    proc.send_signal(signal.SIGTERM)
+
+    def abort() -> None:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGABRT)
+
+    timer = threading.Timer(STACKS_AFTER_S, abort)
+    timer.daemon = True
+    timer.start()
+
+
 def run_member(members_file: Path, slot: int) -> int:
     spec = json.loads(members_file.read_text(encoding="utf-8"))
     member = spec["members"][slot - 1]
     fake = member.get("faketime")
     if fake and os.environ.get("FAKETIME") != fake:  # the agent and our own probes see its clock
         env = {**os.environ, "LD_PRELOAD": FAKETIME_LIB, "FAKETIME": fake}
+        # the wall clock only: libfaketime 0.9.10 does not intercept sem_clockwait, so a faked
+        # monotonic clock hangs every timed lock, Event or Queue wait of Python 3.11
         env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
         os.execve(sys.executable, [sys.executable, *sys.argv], env)
     out = Path(member["dir"])
+    argv = list(member["argv"])
+    if fake and argv[1:2] == ["-m"]:
+        argv = [argv[0], str(Path(__file__).resolve()), SELECT_SLEEP, *argv[2:]]  # module, args
     host, port = spec["clock"]["host"], int(spec["clock"]["port"])
     clock: dict[str, Any] = {"slot": slot, "host": socket.gethostname(), "start": measure(host, port)}
     _write_json(out / "clock.json", clock)
     with (out / "agent.out").open("ab") as log:
-        proc = subprocess.Popen(member["argv"], stdout=log, stderr=subprocess.STDOUT, cwd=spec["cwd"])
-    signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
+        env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # SIGABRT dumps its threads' stacks
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=spec["cwd"], env=env)
+    signal.signal(signal.SIGTERM, lambda *_: _stop(proc))
     code = proc.wait()
     clock["end"] = measure(host, port)
     _write_json(out / "clock.json", clock)
@@ -121,5 +144,24 @@ def run_member(members_file: Path, slot: int) -> int:
     return code
 
 
+def run_module_with_select_sleep(module: str, args: list[str]) -> None:
+    """`python3 -m module args` with time.sleep waiting in select(). Python 3.11's sleep is
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME), which libfaketime 0.9.10 turns into EINVAL
+    when the monotonic clock is left unfaked (libfaketime issue #426); select's timeout is relative."""
+    import runpy
+    import select
+
+    def sleep(secs: float) -> None:
+        select.select([], [], [], secs)
+
+    time.sleep = sleep
+    sys.path[0] = os.getcwd()  # as with -m, not this script's folder
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
 if __name__ == "__main__":
-    sys.exit(run_member(Path(sys.argv[1]), int(os.environ["BFH_SLOT"])))
+    if sys.argv[1:2] == [SELECT_SLEEP]:
+        run_module_with_select_sleep(sys.argv[2], sys.argv[3:])
+    else:
+        sys.exit(run_member(Path(sys.argv[1]), int(os.environ["BFH_SLOT"])))
