@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from spark_analysis.frames import collect_many
+from spark_analysis.frames import collect_many, json_literal
 from spark_analysis.ingest import (
     FACTS_EXAMPLES,
     FOREIGN,
@@ -51,7 +51,7 @@ class Facts:
         ]
         if not values:
             return F.lit(None).cast(dtype)
-        arr = F.array(*[F.lit(v).cast(dtype) for v in values])
+        arr = json_literal(values, f"array<{dtype}>")
         return F.when(j.isNotNull(), F.element_at(arr, F.col("rk") * self.smax + j + 1))
 
     def sub_field(self, field_name: str, j: int, dtype: str) -> Any:

@@ -29,7 +29,9 @@ def collect_many(frames: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def values(spark: Any, rows: list[tuple[Any, ...]], ddl: str) -> Any:
-    """A small DataFrame of literal rows, built without Python workers (unlike createDataFrame)."""
+    """A small DataFrame of literal rows, built without Python workers (unlike createDataFrame) and
+    in one JSON literal: a column literal per value cost a py4j round trip each, seconds for a
+    fleet's hundreds of subscriptions and agents."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -37,11 +39,19 @@ def values(spark: Any, rows: list[tuple[Any, ...]], ddl: str) -> Any:
     assert isinstance(schema, T.StructType)
     if not rows:
         return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
-    structs = [
-        F.struct(*[F.lit(v).cast(f.dataType).alias(f.name) for v, f in zip(row, schema.fields, strict=True)])
-        for row in rows
-    ]
-    return spark.range(1).select(F.inline(F.array(*structs)))
+    data = [dict(zip(schema.names, row, strict=True)) for row in rows]
+    return spark.range(1).select(F.inline(json_literal(data, T.ArrayType(schema))))
+
+
+def json_literal(data: Any, dtype: Any) -> Any:
+    """Column: ``data`` (JSON-ready) as a constant of Spark type ``dtype`` (a DataType or DDL), one
+    literal (constant-folded by the optimizer), not one per element."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, str):
+        dtype = T._parse_datatype_string(dtype)
+    return F.from_json(F.lit(json.dumps(data)), dtype)
 
 
 def top(df: Any, keys: list[str], order: list[str], cols: list[str], n: int) -> Any:
