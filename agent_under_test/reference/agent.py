@@ -188,14 +188,16 @@ class ReferenceAgent:
         while not self.stop.is_set() and time.monotonic() < deadline:
             if all(s.ready.is_set() for s in self.subscribers):
                 break
-            self.stop.wait(0.05)
+            time.sleep(0.05)  # not stop.wait: see below
         if not self.stop.is_set() and not all(s.ready.is_set() for s in self.subscribers):
             note(f"subscriptions not confirmed within {self.conf.subscribe_wait:g} s; publishing anyway")
         if self.wl.publications and not self.stop.is_set():
             self.publisher = self.make_publisher()
             self.publisher.start()
-        while not self.stop.wait(0.5):
-            pass
+        # The main thread, where SIGTERM's handler runs, never waits on `stop`: Event.wait holds the
+        # event's lock between bytecodes, and the handler's stop.set() would deadlock on it.
+        while not self.stop.is_set():
+            time.sleep(0.05)
         return self.shutdown()
 
     def shutdown(self) -> int:

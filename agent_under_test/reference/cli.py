@@ -75,7 +75,8 @@ def main(
     agent = factory(conf, wl, log)
 
     def _on_signal(signum: int, frame: object) -> None:
-        agent.stop.set()
+        if not agent.stop.is_set():  # a second signal takes no lock (Event.set's lock, held by a wait)
+            agent.stop.set()
 
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)

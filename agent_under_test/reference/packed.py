@@ -96,10 +96,16 @@ def run_members(members: list[ReferenceAgent], stopping: threading.Event) -> Non
     threads = [threading.Thread(target=m.run, name=f"member-{m.wl.agent}", daemon=True) for m in members]
     for t in threads:
         t.start()
-    while not stopping.wait(0.5):
-        if not any(t.is_alive() for t in threads):
-            return
-        reclaim_fds()
+    # The main thread, where the signal handler runs, never waits on an Event (reference
+    # agent.run: the handler's set() would deadlock on the lock a wait holds between bytecodes).
+    ticks = 0
+    while not stopping.is_set():
+        time.sleep(0.05)
+        ticks += 1
+        if ticks % 10 == 0:
+            if not any(t.is_alive() for t in threads):
+                return
+            reclaim_fds()
     for m in members:
         m.stop.set()
     deadline = time.monotonic() + SHUTDOWN_BUDGET_S + 1.0
@@ -112,6 +118,8 @@ def main(argv: list[str] | None = None) -> None:
     members: list[ReferenceAgent] = []
 
     def on_signal(signum: int, frame: Any) -> None:
+        if stopping.is_set():  # a second signal takes no lock
+            return
         stopping.set()
         for m in members:
             m.stop.set()

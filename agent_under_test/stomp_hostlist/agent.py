@@ -340,13 +340,13 @@ class HostListAgent:
             t.start()
         end = time.monotonic() + self.conf.subscribe_wait
         while not self.stop.is_set() and time.monotonic() < end and not all(e.is_set() for e in self._ready):
-            self.stop.wait(0.05)
+            time.sleep(0.05)  # the main thread never waits on `stop` (reference agent.run: the handler)
         if self.wl.publications and not self.stop.is_set():
             t = threading.Thread(target=self._publisher, name="pub", daemon=True)
             self._threads.append(t)
             t.start()
-        while not self.stop.wait(0.5):
-            pass
+        while not self.stop.is_set():
+            time.sleep(0.05)
         return self.shutdown()
 
     def shutdown(self) -> int:

@@ -126,6 +126,10 @@ def run_member(members_file: Path, slot: int) -> int:
         # monotonic clock hangs every timed lock, Event or Queue wait of Python 3.11
         env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
         os.execve(sys.executable, [sys.executable, *sys.argv], env)
+    # PID 1 of its container ignores a signal it has no handler for: a stop that comes while the
+    # member starts (its clock probe) is kept, not lost to the stop grace period's SIGKILL
+    early: list[int] = []
+    signal.signal(signal.SIGTERM, lambda *_: early.append(1))
     out = Path(member["dir"])
     argv = list(member["argv"])
     if fake and argv[1:2] == ["-m"]:
@@ -133,10 +137,15 @@ def run_member(members_file: Path, slot: int) -> int:
     host, port = spec["clock"]["host"], int(spec["clock"]["port"])
     clock: dict[str, Any] = {"slot": slot, "host": socket.gethostname(), "start": measure(host, port)}
     _write_json(out / "clock.json", clock)
+    if early:  # stopped before its agent started
+        _write_json(out / "exit.json", {"code": 0, "at": time.time()})
+        return 0
     with (out / "agent.out").open("ab") as log:
         env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # SIGABRT dumps its threads' stacks
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=spec["cwd"], env=env)
     signal.signal(signal.SIGTERM, lambda *_: _stop(proc))
+    if early:  # between the check above and the handler
+        _stop(proc)
     code = proc.wait()
     clock["end"] = measure(host, port)
     _write_json(out / "clock.json", clock)
