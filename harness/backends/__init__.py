@@ -13,7 +13,7 @@ from harness.backends.base import (
     SupportsMembers,
     SupportsProxyMirror,
 )
-from harness.deploy.plan import Plan
+from harness.deploy.plan import HOST, Plan
 
 __all__ = [
     "Backend",
@@ -22,8 +22,19 @@ __all__ = [
     "SupportsIsolate",
     "SupportsMembers",
     "SupportsProxyMirror",
+    "client_host",
     "make_backend",
 ]
+
+
+def client_host(kind: str) -> str:
+    """Where the fault proxy's client links listen and what `mb.urls` names, for a run on `kind`:
+    the manager's address the swarm's nodes reach (`BFH_SWARM_ADDR`) for `swarm`, else loopback."""
+    if kind == "swarm":
+        from harness.backends.swarm import advertise_addr
+
+        return advertise_addr() or HOST
+    return HOST
 
 
 def make_backend(kind: str, plan: Plan, run_dir: str | Path) -> Backend:

@@ -13,6 +13,12 @@ UDP) when it starts and when its agent has exited; `close()` records every membe
 run.json `clocks` (harness.contracts.msglog.CLOCKS_KEY) and the readers shift its records by it.
 Everything made carries the label `org.bfh.run`; `close()` removes the service and waits until
 its containers are gone.
+
+Past one machine: `BFH_SWARM_ADDR` names the manager's address the nodes reach. With it, the
+proxy's client links listen there and `mb.urls` names it (the plan's `client_host`, from
+`harness.backends.client_host`), and so does the time endpoint (`BFH_SWARM_BIND` to bind another,
+e.g. 0.0.0.0; `BFH_SWARM_TIME_PORT` to fix its UDP port for a firewall). Without it, 127.0.0.1.
+`preflight()` refuses an address that is not this host's before anything starts.
 """
 
 from __future__ import annotations
@@ -21,10 +27,13 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from harness.backends.base import BackendError
 from harness.backends.local import LocalBackend
@@ -39,6 +48,45 @@ LABEL = "org.bfh.run"
 STOP_GRACE_S = 20
 _DONE = ("complete", "failed", "shutdown", "rejected", "orphaned", "remove")
 STATE_TTL_S = 1.0  # one task listing per second serves every member's alive()
+ADDR_ENV = "BFH_SWARM_ADDR"  # the manager's address the nodes reach (default: 127.0.0.1, one node)
+BIND_ENV = "BFH_SWARM_BIND"  # where the time endpoint binds (default: ADDR_ENV's address)
+TIME_PORT_ENV = "BFH_SWARM_TIME_PORT"  # the time endpoint's UDP port (default: any free one)
+_ANY = ("0.0.0.0", "")
+
+
+def advertise_addr() -> str | None:
+    """The manager's address the swarm's nodes reach (`BFH_SWARM_ADDR`), or None: loopback."""
+    return os.environ.get(ADDR_ENV, "").strip() or None
+
+
+def host_addresses() -> set[str]:
+    """This host's IPv4 addresses (every interface's, loopback's too)."""
+    return {
+        a.address for addrs in psutil.net_if_addrs().values() for a in addrs if a.family == socket.AF_INET
+    }
+
+
+def check_addresses(plan: Plan) -> None:
+    """BackendError unless the addresses the run will listen on are this host's, and the plan's
+    client links listen on the advertised one (nothing has started yet)."""
+    addr, bind, mine = advertise_addr(), os.environ.get(BIND_ENV, "").strip(), host_addresses()
+    if addr is not None and addr not in mine:
+        raise BackendError(
+            f"{ADDR_ENV}={addr}: not an address of this host ({', '.join(sorted(mine))}); "
+            "name the manager's address the swarm's nodes reach (docs/fleet.md, Adding nodes)"
+        )
+    if bind and bind not in mine and bind not in _ANY:
+        raise BackendError(f"{BIND_ENV}={bind}: not an address of this host nor 0.0.0.0")
+    port = os.environ.get(TIME_PORT_ENV, "").strip()
+    if port and not (port.isdigit() and int(port) < 65536):
+        raise BackendError(f"{TIME_PORT_ENV}={port}: not a port number")
+    want = addr or HOST
+    wrong = sorted({lk.host for lk in plan.links if lk.kind == "client"} - {want})
+    if wrong:
+        raise BackendError(
+            f"the plan's client links listen on {', '.join(wrong)}, not {want}: make the plan with "
+            "client_host=harness.backends.client_host('swarm')"
+        )
 
 
 def run_label(run_dir: Path) -> str:
@@ -78,6 +126,7 @@ class SwarmBackend(LocalBackend):
 
     # -- preflight, start, close --------------------------------------------------------------
     def preflight(self) -> None:
+        check_addresses(self.plan)
         super().preflight()
         try:
             self.client = images.docker_client(timeout=60)
@@ -87,7 +136,7 @@ class SwarmBackend(LocalBackend):
         if swarm.get("LocalNodeState") != "active" or not swarm.get("ControlAvailable"):
             raise BackendError(
                 "--backend swarm needs this host to be a swarm manager: "
-                "`docker swarm init --advertise-addr 127.0.0.1` (docs/fleet.md)"
+                "`docker swarm init --advertise-addr 127.0.0.1` (one node; more: docs/fleet.md)"
             )
         if not images.image_exists(self.image):
             raise BackendError(f"member image {self.image} missing: run `bfh images build member`")
@@ -97,12 +146,14 @@ class SwarmBackend(LocalBackend):
         return images.member_image()
 
     def start(self) -> None:
-        self.time_server = TimeServer(os.environ.get("BFH_SWARM_BIND", HOST)).start()
+        bind = os.environ.get(BIND_ENV, "").strip() or advertise_addr() or HOST
+        port = int(os.environ.get(TIME_PORT_ENV, "").strip() or 0)
+        self.time_server = TimeServer(bind, port).start()
         super().start()
 
     def clock_endpoint(self) -> tuple[str, int]:
         assert self.time_server is not None, "start() first"
-        return os.environ.get("BFH_SWARM_ADDR", HOST), self.time_server.port
+        return advertise_addr() or HOST, self.time_server.port
 
     def close(self) -> None:
         try:

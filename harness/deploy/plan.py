@@ -54,10 +54,11 @@ class Link:
     upstream_port: int
     source: str | None = None  # the bridging broker, for bridge links (None: any, for multicast)
     tls: bool = False  # the connector behind the link speaks TLS
+    host: str = HOST  # where the proxy listens: a client link's is make_plan's `client_host`
 
     @property
     def listen(self) -> str:
-        return f"{HOST}:{self.listen_port}"
+        return f"{self.host}:{self.listen_port}"
 
     @property
     def upstream(self) -> str:
@@ -422,9 +423,13 @@ class _Bridging:
         return mcast
 
 
-def make_plan(topology: Topology, run_dir: str | Path, port_pool: Iterator[int] | None = None) -> Plan:
+def make_plan(
+    topology: Topology, run_dir: str | Path, port_pool: Iterator[int] | None = None, client_host: str = HOST
+) -> Plan:
     """Allocate every port (free, reserved loopback ports; or from `ports`, for static files such
-    as generated compose files) and make every connection a proxied link."""
+    as generated compose files) and make every connection a proxied link. `client_host`: where the
+    client links listen and what `mb.urls` names (harness.backends.client_host: another node's
+    agents need the manager's address); bridges and upstreams stay on loopback."""
     run_dir = Path(run_dir).resolve()
     n_witness = sum(g.size for g in topology.groups) if port_pool is None else 0
     pool = port_pool if port_pool is not None else iter(free_ports(_ports_needed(topology) + n_witness))
@@ -433,7 +438,9 @@ def make_plan(topology: Topology, run_dir: str | Path, port_pool: Iterator[int] 
     for b in brokers.values():
         g = topology.group(b.group)
         for c, port in b.ports.items():
-            links.append(Link(f"{b.name}-{c}", "client", b.name, c, next(pool), port, tls=g.connector(c).tls))
+            tls = g.connector(c).tls
+            link = Link(f"{b.name}-{c}", "client", b.name, c, next(pool), port, tls=tls, host=client_host)
+            links.append(link)
     bridging = _Bridging(topology, brokers, pool)
     bridging.static()
     mcast = bridging.multicast(run_dir)

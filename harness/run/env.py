@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__, procs
-from harness.backends import Backend, SupportsFaultProxy, SupportsProxyMirror, make_backend
+from harness.backends import Backend, SupportsFaultProxy, SupportsProxyMirror, client_host, make_backend
 from harness.contracts import runrecord
 from harness.contracts.faultlog import FaultLog
 from harness.deploy.plan import Plan, make_plan
@@ -96,7 +96,7 @@ class Environment:
         run_dir = Path(run_dir).resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         run_id = run_id or run_dir.name
-        plan = make_plan(topology, run_dir)
+        plan = make_plan(topology, run_dir, client_host=client_host(backend))
         be = make_backend(backend, plan, run_dir)
         procs.reap_stale_runs(run_dir.parent)  # what crashed sibling runs left
         be.preflight()  # fail before anything starts
