@@ -38,6 +38,7 @@ REFERENCE_MODULE = "agent_under_test.reference"
 # The members' threads mostly wait in select(); a small stack keeps thousands of them cheap.
 THREAD_STACK = 512 * 1024
 FD_COLLECT_AT = 600
+SWITCH_INTERVAL_S = 0.05
 
 
 def agent_class(module: str) -> type[ReferenceAgent]:
@@ -138,6 +139,9 @@ def main(argv: list[str] | None = None) -> None:
     raise_fd_limit()
     quiet_client_logs()
     threading.stack_size(THREAD_STACK)
+    # hundreds of threads that each wake briefly for I/O: a longer switch interval keeps the ones
+    # waiting for the GIL from forcing a hand-over every 5 ms (a convoy of futex wake-ups)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     if stopping.is_set():  # a stop that came while the members loaded
         on_signal(signal.SIGTERM, None)
     run_members(members, stopping)

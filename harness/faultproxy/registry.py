@@ -18,6 +18,9 @@ from harness.faultproxy.toxics import ApiError, Toxic
 log = logging.getLogger("faultproxy")
 
 ACCEPT_BUCKET_S = 0.1
+#: pending connections a listener queues (the kernel caps it at net.core.somaxconn): a fleet of
+#: 1,000 connects 2,000 clients at once; past the queue, SYNs are dropped and connects time out
+LISTEN_BACKLOG = 4096
 
 
 class Proxy:
@@ -69,12 +72,13 @@ class Proxy:
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(addr)
-            sock.listen(512)
+            sock.listen(LISTEN_BACKLOG)
         except OSError as exc:
             sock.close()
             raise ApiError(409, f"listen tcp {self.listen}: {exc.strerror or exc}") from None
         sock.setblocking(False)
-        self.server = await self.loop.create_server(self._new_connection, sock=sock)
+        # create_server listens again with its own backlog (100 unless given): pass ours
+        self.server = await self.loop.create_server(self._new_connection, sock=sock, backlog=LISTEN_BACKLOG)
         bound = sock.getsockname()
         self.listen = join_hostport(str(bound[0]), int(bound[1]))
         self.enabled = True

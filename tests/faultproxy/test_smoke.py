@@ -203,3 +203,18 @@ def test_event_loop_variants(loop: str, tmp_path: Path, echo: TcpServer) -> None
     finally:
         assert proc.terminate() == 0
     assert f"loop {loop}" in (tmp_path / "fp.log").read_text()
+
+
+def test_a_link_queues_a_fleets_connects(api: ToxiproxyClient, echo: TcpServer) -> None:
+    """A listener queues LISTEN_BACKLOG pending connects (the kernel's somaxconn caps it), not
+    asyncio's default 100: 1,000 fleet members connect 2,000 clients at once (docs/fleet.md)."""
+    import subprocess
+
+    from harness.faultproxy.registry import LISTEN_BACKLOG
+
+    _, port = make_proxy(api, f"127.0.0.1:{echo.port}")
+    out = subprocess.run(
+        ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    somaxconn = int(Path("/proc/sys/net/core/somaxconn").read_text())
+    assert int(out[2]) == min(LISTEN_BACKLOG, somaxconn) > 100  # Send-Q of a listener: its backlog

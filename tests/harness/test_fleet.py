@@ -41,3 +41,13 @@ def test_storm_peak_is_the_busiest_window() -> None:
 def test_percentile_nearest_rank() -> None:
     xs = [float(x) for x in range(1, 101)]
     assert (percentile(xs, 50), percentile(xs, 95), percentile(xs, 100)) == (50.0, 95.0, 100.0)
+
+
+def test_a_large_fleet_starts_in_waves() -> None:
+    """1,000 members at once overflowed the proxy's and the broker's pending connects: waves of
+    LAUNCH_WAVE, in member order, each after the previous wave's subscriptions."""
+    from harness.agents.fleet import LAUNCH_WAVE
+
+    specs = fleet_factory(["pair"], FleetShape(2 * LAUNCH_WAVE + 1))(_Env())
+    stages = [s.stage for s in specs if is_member(s.name)]
+    assert stages == [1] * LAUNCH_WAVE + [2] * LAUNCH_WAVE + [3]
