@@ -35,7 +35,7 @@ def values(spark: Any, rows: list[tuple[Any, ...]], ddl: str) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    schema = T._parse_datatype_string(ddl)
+    schema = T.DataType.fromDDL(ddl)
     assert isinstance(schema, T.StructType)
     if not rows:
         return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
@@ -50,7 +50,7 @@ def json_literal(data: Any, dtype: Any) -> Any:
     from pyspark.sql import types as T
 
     if isinstance(dtype, str):
-        dtype = T._parse_datatype_string(dtype)
+        dtype = T.DataType.fromDDL(dtype)
     return F.from_json(F.lit(json.dumps(data)), dtype)
 
 
