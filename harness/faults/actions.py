@@ -30,8 +30,6 @@ from harness.faults.kinds import (
     TakeoverParams,
 )
 
-LOOPBACK = "127.0.0.1"  # where the fault proxy listens (harness.deploy.plan.HOST)
-
 
 def unsupported(backend: object, fault: str) -> BackendError:
     return BackendError(f"the {type(backend).__name__} cannot {fault} brokers (docker can)")
@@ -272,8 +270,10 @@ class LimitData(_OnLinks):
 
 
 class Sever(Action):
-    """Each cut is its own window, so the verdict sees which roles each cut disturbed; uses the
-    kernel's socket destroy (`ss -K`), so any agent and any fault proxy work."""
+    """Each cut is its own window, so the verdict sees which roles each cut disturbed. It destroys
+    the proxy's end of each connection (the kernel's socket destroy, `ss -K`), found by the link's
+    listen address: any agent, any fault proxy on this host, and clients on other hosts (a swarm
+    member on another node, `BFH_SWARM_ADDR`) alike; the client sees a reset."""
 
     name = "sever"
 
@@ -283,9 +283,9 @@ class Sever(Action):
         for target in targets:
             cut = 0
             for link in ctx.links(target):
-                for sport in established_client_ports(link.listen_port):
-                    fid = ctx.begin(self.name, link.name, {"client_port": sport})
-                    _destroy(link.listen_port, sport)
+                for peer in established_clients(link.host, link.listen_port):
+                    fid = ctx.begin(self.name, link.name, {"client_port": peer[1]})
+                    _destroy(link.host, link.listen_port, peer)
                     cut += 1
                     time.sleep(params.gap_s)
                     ctx.end(fid)
@@ -293,26 +293,32 @@ class Sever(Action):
         return handle
 
 
-def _destroy(listen_port: int, sport: int) -> None:
-    """Abort one client connection to a proxy listen port (the kernel's socket destroy)."""
-    cmd = ["ss", "-K", "dst", LOOPBACK, "dport", "=", str(listen_port), "sport", "=", str(sport)]
+def _addr(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _destroy(host: str, listen_port: int, peer: tuple[str, int]) -> None:
+    """Abort the proxy's socket of one client connection (established only: never the listener)."""
+    cmd = ["ss", "-K", "-tn", "state", "established", "src", _addr(host, listen_port), "dst", _addr(*peer)]
     subprocess.run(cmd, capture_output=True, check=False)
 
 
-def established_client_ports(listen_port: int) -> list[int]:
-    """Local ports of the client sockets connected to a proxy listen port."""
+def established_clients(host: str, listen_port: int) -> list[tuple[str, int]]:
+    """(address, port) of each client connected to a proxy listen address, as the proxy's accepted
+    sockets name their peers."""
     out = subprocess.run(
-        ["ss", "-tnH", "state", "established", "dst", f"{LOOPBACK}:{listen_port}"],
+        ["ss", "-tnH", "state", "established", "src", _addr(host, listen_port)],
         capture_output=True,
         text=True,
         check=False,
     ).stdout
-    ports = []
+    peers = []
     for line in out.splitlines():
         cols = line.split()
-        if len(cols) >= 4 and cols[-1].endswith(f":{listen_port}"):
-            ports.append(int(cols[-2].rsplit(":", 1)[1]))
-    return sorted(ports)
+        if len(cols) >= 4 and cols[-2].endswith(f":{listen_port}"):
+            addr, port = cols[-1].rsplit(":", 1)
+            peers.append((addr.strip("[]"), int(port)))
+    return sorted(peers, key=lambda p: (p[1], p[0]))
 
 
 def _each_at_once(fn: Callable[[str], None], targets: list[str]) -> None:
