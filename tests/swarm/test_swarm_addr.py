@@ -102,11 +102,14 @@ def _urls_hosts(conf: Path) -> set[str]:
     return {split_hostport(u.split("://")[-1], "url")[0] for u in urls}
 
 
-@pytest.mark.docker
-@pytest.mark.broker
-@pytest.mark.extended
-@pytest.mark.swarm
-@pytest.mark.timeout(1800)
+def _swarm_run(fn: Any) -> Any:
+    """A real run on the one-node swarm: the extended tier's docker, broker and swarm marks."""
+    for mark in (pytest.mark.timeout(1800), pytest.mark.swarm, pytest.mark.extended, pytest.mark.broker):
+        fn = mark(fn)
+    return pytest.mark.docker(fn)
+
+
+@_swarm_run
 def test_members_reach_the_manager_at_its_advertised_address(swarm: Any, tmp_path: Path) -> None:
     addr = reachable_addr()
     row = bfh_run(["fleet-masterslave", "--fleet", "5"], tmp_path, env={ADDR_ENV: addr})
@@ -133,11 +136,7 @@ def test_members_reach_the_manager_at_its_advertised_address(swarm: Any, tmp_pat
     assert left_behind(swarm, run_dir.name) == []
 
 
-@pytest.mark.docker
-@pytest.mark.broker
-@pytest.mark.extended
-@pytest.mark.swarm
-@pytest.mark.timeout(1800)
+@_swarm_run
 def test_sever_cuts_members_connections_at_the_advertised_address(swarm: Any, tmp_path: Path) -> None:
     """`sever` destroys the proxy's end of each connection, found by the link's listen address:
     the members' connections to 172.17.0.1 are cut as a local agent's to 127.0.0.1 are. (The
