@@ -29,6 +29,9 @@ class _Member:
     consumers: dict[tuple[str, str], list[tuple[float, float, dict[str, Any]]]] = field(
         default_factory=dict
     )  # (client id, destination) -> [added, removed) with the added record
+    by_dest: dict[str, dict[str, list[tuple[float, float, dict[str, Any]]]]] = field(
+        default_factory=dict
+    )  # destination -> client id -> the same span lists: a fleet's queries name a few ids of 1,000s
     down: list[tuple[float, float, str]] = field(default_factory=list)  # could serve nobody
     started: list[float] = field(default_factory=list)  # broker_started times (became master)
 
@@ -60,7 +63,9 @@ class BrokerView:
                 m.gaps[-1] = (m.gaps[-1][0], t)
         elif e == ev.CONSUMER_ADDED and not r.get("network"):
             key = (str(r.get("client_id")), str(r.get("destination")))
-            m.consumers.setdefault(key, []).append((t, float("inf"), r))
+            if key not in m.consumers:
+                m.consumers[key] = m.by_dest.setdefault(key[1], {})[key[0]] = []
+            m.consumers[key].append((t, float("inf"), r))
         elif e == ev.CONSUMER_REMOVED:
             key = (str(r.get("client_id")), str(r.get("destination")))
             spans = m.consumers.get(key) or []
@@ -122,31 +127,32 @@ class BrokerView:
     def consumers(
         self, broker: str, ts: float, ids: set[str] | None, destination: str
     ) -> list[dict[str, Any]]:
-        out = []
-        for (cid, dest), spans in self.member(broker).consumers.items():
-            if dest == destination and (ids is None or cid in ids):
-                out += [r for a, b, r in spans if a <= ts < b]
-        return out
+        return [r for spans in self._spans(broker, ids, destination) for a, b, r in spans if a <= ts < b]
+
+    def held_until(self, broker: str, ts: float, ids: set[str] | None, destination: str) -> float:
+        """The end of the longest consumer span holding at `ts` (ts itself when none does)."""
+        ends = [b for spans in self._spans(broker, ids, destination) for a, b, _ in spans if a <= ts < b]
+        return max(ends, default=ts)
+
+    def _spans(
+        self, broker: str, ids: set[str] | None, destination: str
+    ) -> list[list[tuple[float, float, dict[str, Any]]]]:
+        """The consumer spans of `destination` on the member, of the client ids `ids` (None: any)."""
+        by = self.member(broker).by_dest.get(destination, {})
+        if ids is None:
+            return list(by.values())
+        return [by[cid] for cid in ids if cid in by]
 
     def seen_between(self, broker: str, t0: float, t1: float, ids: set[str] | None, destination: str) -> bool:
         """Whether the member had a consumer of it at some moment in [t0, t1] (the observer saw it)."""
         return any(
-            a <= t1 and b >= t0
-            for (cid, dest), spans in self.member(broker).consumers.items()
-            if dest == destination and (ids is None or cid in ids)
-            for a, b, _ in spans
+            a <= t1 and b >= t0 for spans in self._spans(broker, ids, destination) for a, b, _ in spans
         )
 
     def first_added(
         self, broker: str, after: float, ids: set[str] | None, destination: str
     ) -> dict[str, Any] | None:
-        rows = [
-            r
-            for (cid, dest), spans in self.member(broker).consumers.items()
-            if dest == destination and (ids is None or cid in ids)
-            for a, _, r in spans
-            if a >= after
-        ]
+        rows = [r for spans in self._spans(broker, ids, destination) for a, _, r in spans if a >= after]
         return min(rows, key=lambda r: float(r["ts"]), default=None)
 
     def first_added_between(
@@ -154,13 +160,7 @@ class BrokerView:
     ) -> float | None:
         """When the first consumer of it was added on the member in [t0, t1] (a replay after an
         observer gap counts at its arrival); None when none was."""
-        starts = [
-            a
-            for (cid, dest), spans in self.member(broker).consumers.items()
-            if dest == destination and (ids is None or cid in ids)
-            for a, _, _ in spans
-            if t0 <= a <= t1
-        ]
+        starts = [a for spans in self._spans(broker, ids, destination) for a, _, _ in spans if t0 <= a <= t1]
         return min(starts, default=None)
 
     def log_events(

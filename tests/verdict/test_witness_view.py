@@ -46,6 +46,26 @@ def test_consumer_present_absent_and_unknown_in_gaps():
     assert w.has_consumer("b2", 3.0, {"c1"}, "t.>") is None  # never observed
 
 
+def test_consumers_of_many_clients_on_one_destination_are_told_apart():
+    """A fleet's thousand subscribers share one destination: a query names a few client ids, and
+    `held_until` is the end of the longest span holding at the time (the judge skips to it)."""
+    recs = [*BASE]
+    for i in range(200):
+        recs.append(_added(2.0 + i * 0.01, cid=f"m{i}"))
+    recs.append(_e(7.0, "consumer_removed", client_id="m7", destination="t.>", consumer_id="m7:2.07"))
+    recs.append(_added(9.0, cid="m7"))
+    recs.append(_added(3.0, cid="m7", dest="u.>"))
+    w = BrokerView(recs, {})
+    assert w.has_consumer("b1", 8.0, {"m7"}, "t.>") is False
+    assert w.has_consumer("b1", 8.0, {"m7", "m8"}, "t.>") is True
+    assert w.has_consumer("b1", 8.0, {"m7"}, "u.>") is True  # its other destination
+    assert w.held_until("b1", 5.0, {"m7"}, "t.>") == 7.0
+    assert w.held_until("b1", 8.0, {"m7"}, "t.>") == 8.0  # none holds: the time itself
+    assert w.held_until("b1", 9.5, None, "t.>") == float("inf")
+    assert w.seen_between("b1", 7.5, 8.5, {"m7"}, "t.>") is False
+    assert w.first_added_between("b1", 7.5, 10.0, {"m7"}, "t.>") == 9.0
+
+
 def test_gap_closes_open_consumers_and_snapshot_replay_is_unknown():
     w = BrokerView(
         [

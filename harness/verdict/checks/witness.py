@@ -223,6 +223,11 @@ def absent_from(v: RunView, life: Life, ids: set[str] | None, dest: str) -> tupl
             seen = True
             if has:
                 run = None
+                # every step while a consumer holds answers True or None: skip them (a fleet's lives
+                # are thousands of steps each)
+                held = w.held_until(life.member or "", t, ids, dest)
+                while t + step < min(held, end):
+                    t += step
             elif run is None:
                 run = t
             elif t - run >= ABSENT_MIN_S:
