@@ -49,8 +49,7 @@ Out-of-order first receipts: {{ s.out_of_order.total }}.
 {% endfor %}
 Recovery (s from fault start to the first success of each role):
 {% for f in s.faults %}
-- {{ f.fault_id }}:{% for agent, roles in f.recovery_s.items() %}{% for role, v in roles.items() %} \
-{{ agent }}/{{ role }}={{ fmt(v) }}{% endfor %}{% endfor %}
+- {{ f.fault_id }}: {{ recovery(f.recovery_s) }}
 {%- endfor %}
 {% endif %}
 {%- if s.examples %}
@@ -74,6 +73,30 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+#: roles listed one by one up to this many; a fleet's thousands fold to their spread and slowest
+LISTED_ROLES = 12
+
+
+def _recovery(recovery_s: dict[str, dict[str, float | None]]) -> str:
+    pairs = [(f"{agent}/{role}", v) for agent, roles in recovery_s.items() for role, v in roles.items()]
+    if len(pairs) <= LISTED_ROLES:
+        return " ".join(f"{name}={_fmt(v)}" for name, v in pairs)
+    back = sorted((v, name) for name, v in pairs if v is not None)
+    if not back:
+        return f"{len(pairs)} roles, none with a success after the fault"
+
+    def q(p: float) -> str:
+        return _fmt(back[min(len(back) - 1, int(p * len(back)))][0])
+
+    slowest = ", ".join(f"{name}={_fmt(v)}" for v, name in back[-5:][::-1])
+    return (
+        f"{len(back)} of {len(pairs)} roles with a success after it (– for {len(pairs) - len(back)}): "
+        f"p50 {q(0.5)}, p95 {q(0.95)}, max {_fmt(back[-1][0])}; slowest: {slowest}"
+    )
+
+
 def render_reconciliation_md(summary: dict[str, Any]) -> str:
     t0 = (summary.get("time_span") or [None])[0] or 0.0
-    return _TEMPLATE.render(s=summary, statuses=STATUSES + EXTRA_STATUSES, fmt=_fmt, t0=t0)
+    return _TEMPLATE.render(
+        s=summary, statuses=STATUSES + EXTRA_STATUSES, fmt=_fmt, t0=t0, recovery=_recovery
+    )
