@@ -173,6 +173,8 @@ class ReferenceAgent:
         step = min(self.conf.liveness_interval, 0.25)
         while not self.stop.is_set():
             link.pump(step)
+            if self.stop.is_set():  # a link shut down under a slow role by the stop (shutdown())
+                break
             why = self.link_dead(link)
             if why is not None:
                 return why

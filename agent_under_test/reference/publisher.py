@@ -184,7 +184,7 @@ class Publisher:
                     wait = 0.0
                 for token in self.link.pump(wait):
                     self._acked(token)
-                why = a.link_dead(self.link)
+                why = None if a.stop.is_set() else a.link_dead(self.link)  # a stop's interrupt
                 if why is not None:
                     self._lose_link(why)
             else:
