@@ -26,6 +26,16 @@ LAUNCH_WAVE = 100
 TOPOLOGY_TOPIC = "topology/{group}/TopologyEvent"
 STATUS_TOPIC = "instance/status/{group}/{member}/InstanceStatusEvent"
 INSTANCE_TOPIC = "instance/notifier/{group}/{member}/InstanceNotifierEvent"
+#: connection attempts a second the reference agent's fleet aims its retries at, over all roles:
+#: a slave that just took over answered 250-350 CONNECTs a second here (issue 44, docs/fleet.md);
+#: 2,000 roles retrying under a 1 s cap asked for 700 a second with a 2 s timeout, every CONNECT
+#: was answered after its client had given up, and none came back
+FLEET_ATTEMPTS_PER_S = 250.0
+#: MQTT PINGREQs a second the fleet's keepalives add up to: at 1,000 members the agent's 2 s
+#: keepalive was 1,000 pings a second, and a master busy with 1,000 durable subscribers' acks
+#: answered some late enough that paho dropped the link (the controller's too: every resend of
+#: its in-flight events was a duplicate at every member)
+FLEET_PINGS_PER_S = 200.0
 
 
 def member_name(group: str, i: int) -> str:
@@ -46,6 +56,16 @@ class FleetShape:
     status_rate: float = 2.0
     instance_topics: bool = False  # one notifier topic per agent, a few events each
     instance_count: int = 5
+
+    def reference_conf(self, roles_per_agent: int) -> dict[str, str]:
+        """The reference agent's retry cap and keepalive for this fleet: never under its own
+        defaults (1 s, 2 s), and at scale paced so that the fleet's retries and pings together stay
+        near FLEET_ATTEMPTS_PER_S and FLEET_PINGS_PER_S (a jittered delay averages 3/4 of the cap).
+        Stratos' own agent waits 2-60 s between retries and keeps alive at 60 s."""
+        roles = self.size * roles_per_agent
+        cap = round(max(1.0, roles / (0.75 * FLEET_ATTEMPTS_PER_S)), 1)
+        keepalive = max(2, round(roles / FLEET_PINGS_PER_S))
+        return {"mb.backoff.cap": f"{cap:g}", "mb.keepalive": str(keepalive)}
 
 
 def fleet_factory(
@@ -74,8 +94,12 @@ def fleet_factory(
                 "qos": qos,
                 "durable": durable,
             }
+            # an agent team's own agent keeps its own pacing: that is what is under test
+            roles = 2 + shape.instance_topics  # topology (+ instance) subscribers and a publisher
+            conf = None if command else shape.reference_conf(roles)
+            ctl = None if conf is None else {"mb.keepalive": conf["mb.keepalive"]}  # retries: 1 s
             sub = agent_factory(
-                name=f"ctl-sub-{g}", subscriptions=(f"instance/status/{g}/#",), count=0, **kw
+                name=f"ctl-sub-{g}", subscriptions=(f"instance/status/{g}/#",), count=0, extra_conf=ctl, **kw
             )(env)
             specs += sub
             for i in range(1, shape.size + 1):
@@ -85,6 +109,7 @@ def fleet_factory(
                     filters.append(f"instance/notifier/{g}/{m}/#")
                 (agent,) = agent_factory(
                     name=member_name(g, i),
+                    extra_conf=conf,
                     subscriptions=tuple(filters),
                     topic=STATUS_TOPIC.format(group=g, member=m),
                     count=shape.status_count,
@@ -100,6 +125,7 @@ def fleet_factory(
                 topic=TOPOLOGY_TOPIC.format(group=g),
                 count=shape.controller_count,
                 rate=shape.controller_rate,
+                extra_conf=ctl,
                 **kw,
             )(env)
             if shape.instance_topics:

@@ -65,7 +65,14 @@ FLEET_PARAMS: dict[str, Any] = {"subscribe_wait_s": 180, "connect_bound_s": 60.0
 
 def _fleet(name: str, what: str, **fields: Any) -> Scenario:
     """A fleet entry: `fleet` agents per pair (harness/agents/fleet.py); not in `make test` (extended)."""
-    base: dict[str, Any] = {"agents": "fleet", "fleet": 20, "settle_s": 10.0, "tags": ("fleet", "extended")}
+    # pair-nio: a shared thread pool serves the connections, not a thread each (docs/fleet.md)
+    base: dict[str, Any] = {
+        "agents": "fleet",
+        "fleet": 20,
+        "settle_s": 10.0,
+        "tags": ("fleet", "extended"),
+        "topology": "pair-nio",
+    }
     merged = {**base, **fields}
     merged["params"] = {**FLEET_PARAMS, **fields.get("params", {})}
     return Scenario(name, what, **merged)

@@ -29,7 +29,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.topology import load_topology
     from harness.verdict.races import run_gate
 
-    topology = load_topology(args.topology)
+    topology = load_topology(args.topology or "pair")
     schedule = load_schedule(args.schedule)
     protocol = (
         "stomp"
@@ -65,14 +65,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_run_scenario(args: argparse.Namespace) -> int:
     """`bfh run NAME`: a catalog scenario (with --schedule: its agents under that schedule)."""
     from harness.agents.packed import PACK_ENV
-    from harness.catalog.scenarios import SCENARIOS, CatalogError, with_changes
+    from harness.catalog.scenarios import SCENARIOS, CatalogError, topology_named, with_changes
     from harness.catalog.scenarios import run as run_catalog
     from harness.faults.schedule import load_schedule
     from harness.report.html import headline
     from harness.topology import load_topology
     from harness.verdict.races import run_gate
 
-    topology = load_topology(args.topology)
+    if args.topology:
+        topology = load_topology(args.topology)
+    else:  # the entry's own (a fleet's NIO pair, an auth scenario's users)
+        topology = topology_named(SCENARIOS[args.scenario].topology if args.scenario in SCENARIOS else "pair")
     schedule = load_schedule(args.schedule) if args.schedule else None
     workload = {
         k: v

@@ -115,7 +115,12 @@ def _add_runs(add: Add, sub: Any) -> None:
     r = add("run", "run a catalog scenario, or a topology with a fault schedule (replays generated failures)")
     r.add_argument("scenario", nargs="?", help="catalog scenario name (see `bfh run --list`)")
     r.add_argument("--list", action="store_true", help="list the catalog scenarios")
-    r.add_argument("--topology", default="pair", help="topology file or built-in name")
+    r.add_argument(
+        "--topology",
+        default=None,
+        help="topology file or built-in name (default: the scenario's own, e.g. pair-nio for a fleet "
+        "on one pair; without a scenario: pair)",
+    )
     r.add_argument("--schedule", default=None, help="schedule file (JSON/YAML)")
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--json", action="store_true", help="print the outcome as JSON (catalog scenarios)")

@@ -51,3 +51,17 @@ def test_a_large_fleet_starts_in_waves() -> None:
     specs = fleet_factory(["pair"], FleetShape(2 * LAUNCH_WAVE + 1))(_Env())
     stages = [s.stage for s in specs if is_member(s.name)]
     assert stages == [1] * LAUNCH_WAVE + [2] * LAUNCH_WAVE + [3]
+
+
+def test_a_large_reference_fleet_paces_its_retries_and_pings() -> None:
+    """The reference agent's 1 s retry cap and 2 s keepalive at 1,000 members asked a new master
+    for 700 CONNECTs and 1,000 PINGREQs a second: none came back (issue 44). Small fleets keep the
+    agent's defaults; an agent team's own agent gets no pacing (its own is under test)."""
+    small = {s.name: s.conf for s in fleet_factory(["pair"], FleetShape(20))(_Env())}
+    assert small["fleet-pair-001"]["mb.backoff.cap"] == "1" and small["fleet-pair-001"]["mb.keepalive"] == "2"
+    big = {s.name: s.conf for s in fleet_factory(["pair"], FleetShape(1000))(_Env())}
+    assert big["fleet-pair-1000"]["mb.backoff.cap"] == "10.7"  # 2,000 roles / (0.75 x 250/s)
+    assert big["fleet-pair-1000"]["mb.keepalive"] == "10"  # 2,000 links / 200 pings/s
+    assert big["ctl-pub-pair"]["mb.keepalive"] == "10" and "mb.backoff.cap" not in big["ctl-pub-pair"]
+    own = fleet_factory(["pair"], FleetShape(1000), command="my-agent {conf}")(_Env())
+    assert not any("mb.keepalive" in s.conf or "mb.backoff.cap" in s.conf for s in own)
