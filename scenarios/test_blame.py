@@ -34,6 +34,7 @@ def _run(sc, defect, reports_root, backend_kind, scenario_record):
     return run_defect(sc, defect, reports_root, backend_kind, scenario_record, f"blame-{defect}")
 
 
+@pytest.mark.extended  # about 75 s; test_verdict_power names the same defect in the default run
 def test_subscribed_early_named_with_broker_evidence(reports_root, backend_kind, scenario_record):
     # blackhole-master, not masterslave: its claims name the first URL, and on masterslave that
     # broker is dead or a slave (an observer gap: unknown) for every claim but the first connect's,

@@ -3,12 +3,14 @@
 - `fault`: acknowledged inside a black-hole / partition window and delivered to no subscription;
 - `broker`: the agent held a granted subscription on a member that was up, and the message was
   acknowledged yet not delivered (with a consumer there, or without one; either way with the
-  `Stealing link` lines of the subscription's client id before the grant, the link-stealing race);
+  `Stealing link` lines of the subscription's client id before the grant, the link-stealing race,
+  which the broker's log names even in an observer gap);
   or the agent resubscribed durably afterwards and the kept message never came (a bridge race
   across a network, a store that lost it); a duplicate the publisher sent once (a redelivery);
 - `agent`: it held no subscription then and never resubscribed durably (or did so with a clean
   session); a duplicate the publisher sent again after its ack;
-- `unknown`: the observer could not see the member then (an observer gap);
+- `unknown`: the observer could not see the member then (an observer gap), and the broker's log
+  names no steal of the subscription's link;
 - `allowed`: what the contract allows, no broken promise: a duplicate published once and redelivered
   on an at-least-once subscription (QoS ≥ 1), as a broker does with what was in flight at a
   failover. Every other blame is an anomaly that breaks a promise (summary.json `contract`).
@@ -148,10 +150,15 @@ def _missing(
     live = next((s for s in subs if s.start <= t < s.end and s.member), None)
     if live and live.member and not w.down_reason(live.member, t):
         has = w.has_consumer(live.member, t, ids, dest)
-        if has is None:
-            return "unknown", [f"observer gap on {live.member} at {t:.3f}"]
         where = f"{live.member} (granted {live.start:.3f})"
         stolen = w.stolen(live.member, ids, live.start - 30.0, t)
+        if has is None:
+            gap = f"observer gap on {live.member} at {t:.3f}"
+            if not (ids and stolen):
+                return "unknown", [gap]
+            # the broker's own log (not the observer) names the race for this subscription's ids
+            lines = [f"{gap}; granted on {where}, acknowledged by {pub_member}, not delivered"]
+            return "broker", lines + [line_of(x) for x in stolen[:3]]
         if has:
             # a steal just before the grant is the link-stealing race: the advisories show the new
             # consumer, while the old connection's late deactivation left it dispatching nothing
