@@ -106,6 +106,21 @@ def test_link_stolen_found_by_client_id():
     assert w.stolen("b1", {"c2"}, 0, 10) == []
 
 
+def test_log_events_by_kind_member_and_closed_window():
+    w = BrokerView(
+        [
+            *BASE,
+            _e(5.0, "link_stolen", broker="b2", client_id="c1", source="log"),
+            _e(3.0, "link_stolen", client_id="c1", source="log"),
+            _e(7.0, "link_stolen", client_id="c2", source="log"),
+        ],
+        {},
+    )
+    assert [r["ts"] for r in w.log_events("link_stolen")] == [3.0, 5.0, 7.0]  # in time order
+    assert [r["ts"] for r in w.log_events("link_stolen", "b1", 3.0, 7.0)] == [3.0, 7.0]  # both ends in
+    assert w.log_events("link_stolen", "b1", 3.1, 6.9) == [] and w.log_events("bridge_failed") == []
+
+
 def test_duplicate_blame():
     once = [{"event": "send_attempt", "ts": 1.0}, {"event": "sent", "ts": 1.1}]
     blame, lines = _duplicate(once, qos=1, failover=" at a failover (kill-1)")
