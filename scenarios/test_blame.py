@@ -24,9 +24,9 @@ from scenarios.support import run_defect
 
 pytestmark = [pytest.mark.verdict_power, pytest.mark.broker, pytest.mark.spark, pytest.mark.timeout(900)]
 
-# the catalog entry as it is. The naive agent's links are stolen on every thaw (2 runs of 2), but
-# the steal left a granted subscription without a consumer in none of them: losing deliveries is
-# a rarer race (the soak's 109 lost), so a run without loss skips rather than passes.
+# the catalog entry as it is. The naive agent's links are usually stolen at the thaw, though not
+# always (a fresh-clone CI: none stolen, nothing lost), and a steal rarely leaves a granted
+# subscription without a consumer (the soak's 109 lost): a run without loss skips rather than passes.
 PAUSE = catalog.SCENARIOS["pause-master"]
 
 
@@ -58,9 +58,11 @@ def test_naive_reconnect_losses_blamed_on_broker(reports_root, backend_kind, sce
         for r in RunView.load(res.run_dir).broker_events
         if r["event"] == "link_stolen" and "-s" in str(r.get("client_id"))
     ]
-    assert stolen, f"the thawed master stole no subscriber link (the naive agent's defect): {res.run_dir}"
     blame = res.summary["blame"]["lost"]
     lost = res.summary["deliveries"]["lost"]
+    if not stolen:  # no steal at this thaw (its timing): nothing of the race to judge
+        assert lost == 0, f"lost {lost} with no link stolen, blamed {blame}: {res.run_dir}"
+        pytest.skip("no subscriber link stolen at the thaw, nothing lost: race not reproduced")
     if lost == 0:  # the steal left no subscription dispatching nothing this time (a rare race)
         pytest.skip(f"{len(stolen)} subscriber links stolen, no delivery lost: race not reproduced")
     assert blame["broker"] == lost, f"lost {lost}, blamed {blame}: {res.run_dir}"
