@@ -93,9 +93,8 @@ class BrokerView:
     def _slave_spans(self) -> None:
         """A member waiting for the store lock serves no client until it logs broker_started."""
         waits: dict[str, list[float]] = {}
-        for r in self.records:
-            if r["event"] == ev.LOCK_WAITING:
-                waits.setdefault(str(r["broker"]), []).append(float(r["ts"]))
+        for r in self.log_events(ev.LOCK_WAITING, t0=float("-inf")):
+            waits.setdefault(str(r["broker"]), []).append(float(r["ts"]))
         for b, ts in waits.items():
             m = self.member(b)
             for t in ts:
