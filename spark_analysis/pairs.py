@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_analysis.facts import Facts
-from spark_analysis.frames import values
+from spark_analysis.frames import json_literal, values
 from spark_analysis.ingest import MESSAGE_EVENTS
 from spark_analysis.policy import Policy
 from spark_analysis.statuses import GHOST_KINDS, GUARANTEES, PAIR_STATUSES, STATES
@@ -41,13 +41,14 @@ def _writer(w: Any) -> Any:
 def classify(spark: Any, ev: Any, facts: Facts, policy: Policy) -> Any:
     """Every (message, subscription) pair of the staged events ``ev``, classified, with codes
     for its names (see named())."""
-    rows, subs_df = _stream(spark, ev, facts)
-    msg = _per_message(spark, rows, facts)
-    return _classified(_pairs(spark, msg, rows, subs_df, facts), MSG_COLS, facts, policy)
+    rows = _stream(spark, ev, facts)
+    msg = with_matches(spark, _per_message(rows, facts), facts)
+    return _classified(_pairs(msg, rows, facts), MSG_COLS, facts, policy)
 
 
-def _stream(spark: Any, ev: Any, facts: Facts) -> tuple[Any, Any]:
-    """The message events as one coded stream, and the subscriptions (rk, agent, filter, j)."""
+def _stream(spark: Any, ev: Any, facts: Facts) -> Any:
+    """The message events as one coded stream, each receipt with its run-local subscription
+    index ``j``."""
     from pyspark.sql import functions as F
 
     col = F.col
@@ -65,13 +66,14 @@ def _stream(spark: Any, ev: Any, facts: Facts) -> tuple[Any, Any]:
         .when(col("event") == "received", 3)
         .cast("byte")
     )
+    # a hash join (a literal map would be scanned key by key for every receipt)
     subs_df = values(
         spark,
         [(s["rk"], s["agent"], s["filter"], s["j"]) for s in facts.subs],
         "rk int, agent string, subscription string, j int",
     )
     pub = kind < 3
-    rows = (
+    return (
         ev.where(col("event").isin(*MESSAGE_EVENTS))
         .join(F.broadcast(subs_df), ["rk", "agent", "subscription"], "left")
         .select(
@@ -89,7 +91,6 @@ def _stream(spark: Any, ev: Any, facts: Facts) -> tuple[Any, Any]:
             F.when(kind == 3, col("j")).alias("j"),
         )
     )
-    return rows, subs_df
 
 
 def publisher_aggs() -> list[Any]:
@@ -128,7 +129,7 @@ def per_message_rows(rows: Any, facts: Facts, aggs: list[Any]) -> Any:
     return rows.groupBy("rk", "msg_id").agg(*aggs)
 
 
-def _per_message(spark: Any, rows: Any, facts: Facts) -> Any:
+def _per_message(rows: Any, facts: Facts) -> Any:
     """One row per message: its publisher records, its state, its receipts' count and the least
     subscription index it was received on (the subscriptions come as rows: see _pairs)."""
     from pyspark.sql import functions as F
@@ -142,11 +143,6 @@ def _per_message(spark: Any, rows: Any, facts: Facts) -> Any:
         F.min(F.when(got, col("j"))).alias("first_received_j"),
     ]
     msg = per_message_rows(rows, facts, aggs)
-    dim = _dims(spark, facts)
-
-    # the topic's name matches subscriptions; publisher and drop reason travel as their hashes
-    # (named only in the output rows: see named())
-    msg = _decode(dim, msg, "topic", "topic_h", "topic", keep=True)
     attempted = col("pub_records") > 0
     return msg.withColumn(
         "state",
@@ -157,40 +153,41 @@ def _per_message(spark: Any, rows: Any, facts: Facts) -> Any:
     )
 
 
-def _pairs(spark: Any, msg: Any, rows: Any, subs_df: Any, facts: Facts) -> Any:
+def with_matches(spark: Any, msg: Any, facts: Facts) -> Any:
+    """``msg`` with ``matched_js``: the run-local indexes of the subscriptions whose filter matches
+    the message's topic (``topic_h``), ascending. Matched on the driver (distinct topics x
+    distinct filters), joined as one literal table: one broadcast."""
+    from pyspark.sql import functions as F
+
+    from spark_analysis.mqtt import matches
+
+    filters: dict[tuple[int, str], list[int]] = {}
+    for sub in facts.subs:
+        filters.setdefault((sub["rk"], sub["filter"]), []).append(sub["j"])
+    rows = [
+        (rk, topic, sorted(j for (r, f), js in filters.items() if r == rk and matches(f, topic) for j in js))
+        for rk, topic in facts.topics
+    ]
+    table = values(spark, rows, "rk int, topic string, matched_js array<int>")
+    table = table.select("rk", F.xxhash64("topic").alias("topic_h"), "matched_js")
+    return msg.join(F.broadcast(table), ["rk", "topic_h"], "left")
+
+
+def _pairs(msg: Any, rows: Any, facts: Facts) -> Any:
     """The (message, subscription) rows: every pair whose filter matches the message's topic or
     which received it, one row without subscription for a message with neither. Built from rows
     of matches and of receipts, so the cost grows with the deliveries, not with messages x
     subscriptions (a fleet's fan-out: issue 44)."""
     from pyspark.sql import functions as F
 
-    from spark_analysis.mqtt import match_expr
-
     col = F.col
-    # which subscriptions' filters match each topic, one row per (topic, matching subscription):
-    # distinct topics x distinct filters, matched in Spark SQL (a fleet's members share a filter)
-    # where the topic starts with the filter's literal part, then a join to the subscriptions
-    topics = values(spark, facts.topics, "rk int, topic string")
-    subs_f = subs_df.select("rk", "j", col("subscription").alias("filter"))
-    filters = subs_f.select("rk", "filter").distinct()
-    literal = F.regexp_replace(F.regexp_extract("filter", r"^[^+#]*", 0), "/$", "")
-    tm = (
-        topics.join(F.broadcast(filters.withColumn("_lit", literal)), "rk")
-        .where(F.startswith("topic", "_lit") & match_expr("filter", "topic"))
-        .join(F.broadcast(subs_f), ["rk", "filter"])
-        .select("rk", "topic", "j")
-    )
-    first_match = tm.groupBy("rk", "topic").agg(F.min("j").alias("first_matched_j"))
+    matched_js = col("matched_js")
     # the message's row is its first kept pair: the least index matched or received
-    msg = msg.join(F.broadcast(first_match), ["rk", "topic"], "left").withColumn(
-        "_first_kept", F.least("first_matched_j", "first_received_j")
-    )
+    msg = msg.withColumn("_first_kept", F.least(F.array_min(matched_js), "first_received_j"))
     no_ts, no_seq = F.lit(None).cast("double"), F.lit(None).cast("long")
-    matched = (
-        msg.select("rk", "msg_id", "topic")
-        .join(F.broadcast(tm), ["rk", "topic"])
-        .select("rk", "msg_id", "j", F.lit(True).alias("m"), F.lit(0).alias("r"), no_ts.alias("ts"),
-                no_seq.alias("seq"))
+    matched = msg.select(
+        "rk", "msg_id", F.explode(matched_js).alias("j"), F.lit(True).alias("m"), F.lit(0).alias("r"),
+        no_ts.alias("ts"), no_seq.alias("seq"),
     )  # fmt: skip
     received = rows.where((col("kind") == 3) & col("j").isNotNull()).select(
         "rk", "msg_id", "j", F.lit(False).alias("m"), F.lit(1).alias("r"), "ts", "seq"
@@ -322,7 +319,7 @@ def named(spark: Any, coded: Any, facts: Facts, hashes: bool = False) -> Any:
     j = col("sub_index")
     return df.select(
         "rk",
-        F.element_at(F.array(*[F.lit(r) for r in facts.run_ids]), col("rk") + 1).alias("run"),
+        F.element_at(json_literal(facts.run_ids, "array<string>"), col("rk") + 1).alias("run"),
         "msg_id",
         *names,
         "qos",
@@ -379,7 +376,8 @@ status_code, state_code, ghost_code, guarantee_code = (
 def _name(names: tuple[str, ...], column: str) -> Any:
     from pyspark.sql import functions as F
 
-    return F.element_at(F.array(*[F.lit(n) for n in names]), F.col(column).cast("int") + 1).alias(column)
+    code = F.col(column).cast("int") + 1
+    return F.element_at(json_literal(list(names), "array<string>"), code).alias(column)
 
 
 def _dims(spark: Any, facts: Facts) -> Any:

@@ -68,6 +68,16 @@ def _job_conf(partitions: int) -> dict[str, str]:
         # the staged buckets are sorted by msg_id: aggregate them as a stream, no hash map
         "spark.sql.execution.replaceHashWithSortAgg": "true",
         "spark.sql.legacy.bucketedTableScan.outputOrdering": "true",
+        # adaptive execution runs every shuffle and broadcast as a Spark job of its own: dozens of
+        # ~0.1 s jobs per reconcile, where the partitions are already sized from the input
+        "spark.sql.adaptive.enabled": "false",
+        # only the joins hinted as broadcasts (literal tables): without adaptive execution an
+        # estimate would broadcast a million pairs
+        "spark.sql.autoBroadcastJoinThreshold": "-1",
+        # every write goes to a scratch folder, moved into place afterwards: the committer's
+        # second rename pass and its _SUCCESS marker only cost time
+        "mapreduce.fileoutputcommitter.algorithm.version": "2",
+        "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
     }
 
 

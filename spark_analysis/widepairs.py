@@ -14,16 +14,14 @@ import os
 from typing import Any
 
 from spark_analysis.facts import Facts
-from spark_analysis.frames import values
 from spark_analysis.pairs import (
     _TIMES,
     _classified,
-    _decode,
-    _dims,
     _stream,
     per_message_rows,
     publisher_aggs,
     state_code,
+    with_matches,
 )
 from spark_analysis.policy import Policy
 
@@ -38,18 +36,15 @@ def wide_enough(facts: Facts) -> bool:
 
 def classify_wide(spark: Any, ev: Any, facts: Facts, policy: Policy) -> Any:
     """spark_analysis.pairs.classify with one wide row per message: same rows, same codes."""
-    rows, subs_df = _stream(spark, ev, facts)
-    msg = _per_message(spark, rows, subs_df, facts)
+    msg = _per_message(spark, _stream(spark, ev, facts), facts)
     pairs, msg_cols = _pairs(msg, facts)
     return _classified(pairs, msg_cols, facts, policy)
 
 
-def _per_message(spark: Any, rows: Any, subs_df: Any, facts: Facts) -> Any:
+def _per_message(spark: Any, rows: Any, facts: Facts) -> Any:
     """One row per message: its publisher records, its receipts per subscription index
     (n/f/s<J>), its state, and which subscriptions' filters match its topic (m<J>)."""
     from pyspark.sql import functions as F
-
-    from spark_analysis.mqtt import match_expr
 
     col, S = F.col, facts.smax
     aggs = publisher_aggs()
@@ -61,11 +56,6 @@ def _per_message(spark: Any, rows: Any, subs_df: Any, facts: Facts) -> Any:
             F.min(F.when(hit, col("seq"))).alias(f"s{J}"),
         ]
     msg = per_message_rows(rows, facts, aggs)
-    dim = _dims(spark, facts)
-
-    # the topic's name matches subscriptions; publisher and drop reason travel as their hashes
-    # (named only in the output rows: see named())
-    msg = _decode(dim, msg, "topic", "topic_h", "topic", keep=True)
     attempted = col("pub_records") > 0
     msg = msg.withColumn(
         "state",
@@ -77,19 +67,10 @@ def _per_message(spark: Any, rows: Any, subs_df: Any, facts: Facts) -> Any:
     msg = msg.withColumn(
         "reached", F.greatest(*[col(f"n{J}") > 0 for J in range(S)], F.lit(False)) if S else F.lit(False)
     )
-    # which subscriptions' filters match each topic: distinct topics x subscriptions (small),
-    # matched in Spark SQL, pivoted to one boolean per run-local subscription index
-    if S:
-        topics = values(spark, facts.topics, "rk int, topic string")
-        subs_f = subs_df.select("rk", "j", col("subscription").alias("filter"))
-        tm = (
-            topics.join(F.broadcast(subs_f), "rk")
-            .where(match_expr("filter", "topic"))
-            .groupBy("rk", "topic")
-            .agg(*[F.max(col("j") == J).alias(f"m{J}") for J in range(S)])
-        )
-        msg = msg.join(F.broadcast(tm), ["rk", "topic"], "left")
-    return msg
+    # which subscriptions' filters match the topic, one boolean per run-local subscription index
+    msg, matched = with_matches(spark, msg, facts), col("matched_js")
+    m = [F.coalesce(F.array_contains(matched, J), F.lit(False)).alias(f"m{J}") for J in range(S)]
+    return msg.select("*", *m)
 
 
 def _pairs(msg: Any, facts: Facts) -> tuple[Any, list[str]]:

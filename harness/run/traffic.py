@@ -149,7 +149,7 @@ def observed_complete(agents: list[AgentProcess]) -> bool:
     """Every `sent` message received by every subscription whose filter matches its topic (MQTT
     matching; a destination it cannot judge, e.g. a queue shared by consumers, keeps this False),
     and every subscriber role's last connection record `connected`."""
-    from spark_analysis.mqtt import match_py
+    from spark_analysis.mqtt import matches
 
     sent: dict[str, str] = {}
     for a in agents:
@@ -173,7 +173,7 @@ def observed_complete(agents: list[AgentProcess]) -> bool:
         for sub in a.spec.workload.get("subscriptions", []):
             f = str(sub["topic"])
             if f not in want:
-                want[f] = {mid for mid, topic in sent.items() if match_py(f, topic)}
+                want[f] = {mid for mid, topic in sent.items() if matches(f, topic)}
             if not want[f] <= got.get(f, set()):
                 return False
     return True
