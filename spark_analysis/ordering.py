@@ -42,7 +42,7 @@ def ooo_frames(spark: Any, received: Any, facts: Facts, policy: Policy) -> dict[
     )
     blocks = r.groupBy(*keys).agg(F.max("a").alias("bmax"))
     before = Window.partitionBy(*keys[:3]).orderBy("blk").rowsBetween(Window.unboundedPreceding, -1)
-    # a block's number (bid) stands for its four keys: the shuffle and the sort carry one long
+    # a block's number (bid) stands for its four keys: the window partitions by one long
     prefix = blocks.select(
         *keys,
         F.max("bmax").over(before).alias("pmax"),
@@ -56,11 +56,13 @@ def ooo_frames(spark: Any, received: Any, facts: Facts, policy: Policy) -> dict[
     order = Window.partitionBy("bid").orderBy("seq")
     running = F.max("a").over(order.rowsBetween(Window.unboundedPreceding, -1))
     flagged = r.join(F.broadcast(prefix), keys).select(
-        "bid", "seq", F.coalesce(col("a") < F.greatest("pmax", running), F.lit(False)).alias("ooo")
+        *keys, "bid", "seq", F.coalesce(col("a") < F.greatest("pmax", running), F.lit(False)).alias("ooo")
     )
     # the examples: the block's out-of-order positions (a list as long as that count at most)
     firsts = F.array_sort(F.collect_list(F.when(col("ooo"), col("seq"))))
     per_block = flagged.groupBy("bid").agg(
+        # the keys a bid stands for, carried along (a join back to prefix is a second broadcast)
+        *[F.min(k).alias(k) for k in keys],
         F.count(F.lit(1)).alias("receipts"),
         F.count(F.when(col("ooo"), 1)).alias("n"),
         F.slice(firsts, 1, max(1, pol.examples)).alias("example_seqs"),
@@ -71,8 +73,7 @@ def ooo_frames(spark: Any, received: Any, facts: Facts, policy: Policy) -> dict[
         "rk int, publisher string",
     )
     return {
-        # the same broadcast as flagged's (one job, where a narrower select would be a second)
-        "ooo": per_block.join(F.broadcast(prefix), "bid").drop("pmax"),
+        "ooo": per_block,
         "publishers": names.select("rk", "publisher", F.xxhash64("publisher").alias("pub_h")),
     }
 
