@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from typing import Protocol
 
 from harness.topology.parts import Bridge, Group, Loc, PathSpec, Problem, User
-from harness.topology.traffic import Traffic, families, mqtt_matches
+from harness.topology.traffic import Traffic, families
+from spark_analysis.mqtt import matches as mqtt_matches
 
 
 class TopologyShape(Protocol):

@@ -86,17 +86,6 @@ class Traffic(Strict):
     )
 
 
-def mqtt_matches(flt: str, topic: str) -> bool:
-    """MQTT filter matching: `+` one level, `#` the rest (the parent level included)."""
-    f, t = flt.split("/"), topic.split("/")
-    for i, lv in enumerate(f):
-        if lv == "#":
-            return True
-        if i >= len(t) or (lv != "+" and lv != t[i]):
-            return False
-    return len(f) == len(t)
-
-
 def _fam(name: str, topic: str, events: list[str], src: str, dst: str) -> Family:
     return Family.model_validate({"name": name, "topic": topic, "events": events, "from": src, "to": dst})
 
