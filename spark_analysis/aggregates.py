@@ -53,10 +53,11 @@ def aggregates(
     kind = F.when(col("status") == "ghost", F.concat(F.lit("ghost_"), col("ghost_kind"))).otherwise(
         col("status")
     )
+    # distinct messages: a message lost on every subscription is one example, not one per pair
     frames["examples"] = top(
-        anomalies.withColumn("kind", kind),
+        anomalies.select("rk", kind.alias("kind"), "msg_id").distinct(),
         ["rk", "kind"],
-        ["msg_id", "subscriber", "subscription"],
+        ["msg_id"],
         ["msg_id"],
         pol.examples,
     )

@@ -66,7 +66,11 @@ def fault_frames(
     )
     frames["fault_anomalies"] = an.groupBy("rk", "fault_idx", "status").agg(F.count(F.lit(1)).alias("n"))
     frames["fault_examples"] = top(
-        an, ["rk", "fault_idx", "status"], ["msg_id", "subscriber"], ["msg_id"], pol.examples
+        an.select("rk", "fault_idx", "status", "msg_id").distinct(),
+        ["rk", "fault_idx", "status"],
+        ["msg_id"],
+        ["msg_id"],
+        pol.examples,
     )
     frames["fault_roles"] = _fault_roles(ev, fw, windows)
     return frames

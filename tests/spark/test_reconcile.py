@@ -264,6 +264,10 @@ def test_metrics_latency_order_and_faults(runs):
         "in_doubt_missing": 3,
     }
     assert f1["anomalies"]["lost"]["examples"] == ["m-lost"]
+    # examples are distinct messages: m-drop and m-doubt miss both subscriptions, listed once
+    assert f1["anomalies"]["dropped_expected"]["examples"] == ["m-drop", "m-ghost-o", "m-ghost-t"]
+    assert f1["anomalies"]["in_doubt_missing"]["examples"] == ["m-doubt", "m-doubt-g"]
+    assert s["examples"]["in_doubt_missing"] == ["m-doubt", "m-doubt-g"]
     assert f1["recovery_s"]["pub-1"]["publisher"] == pytest.approx(0.01)  # m-dup's ack after its retry
     assert f1["recovery_s"]["sub-a"]["subscriber:t/#"] == pytest.approx(26.0 - 21.5)
     assert f1["recovery_s"]["sub-d"]["subscriber:u/a"] == pytest.approx(41.2 - 21.5)
