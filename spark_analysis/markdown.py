@@ -8,6 +8,7 @@ from typing import Any
 
 import jinja2
 
+from spark_analysis.percentile import nearest_rank
 from spark_analysis.statuses import EXTRA_STATUSES, STATUSES
 
 TEMPLATE = """\
@@ -86,12 +87,12 @@ def _recovery(recovery_s: dict[str, dict[str, float | None]]) -> str:
         return f"{len(pairs)} roles, none with a success after the fault"
 
     def q(p: float) -> str:
-        return _fmt(back[min(len(back) - 1, int(p * len(back)))][0])
+        return _fmt(nearest_rank([v for v, _ in back], p))
 
     slowest = ", ".join(f"{name}={_fmt(v)}" for v, name in back[-5:][::-1])
     return (
         f"{len(back)} of {len(pairs)} roles with a success after it (– for {len(pairs) - len(back)}): "
-        f"p50 {q(0.5)}, p95 {q(0.95)}, max {_fmt(back[-1][0])}; slowest: {slowest}"
+        f"p50 {q(50)}, p95 {q(95)}, max {_fmt(back[-1][0])}; slowest: {slowest}"
     )
 
 

@@ -6,7 +6,8 @@ from collections import Counter
 from typing import Any
 
 from harness.agents.fleet import FleetShape, fleet_factory, is_member
-from harness.verdict.checks.fleetview import _peak, percentile
+from harness.verdict.checks.fleetview import _peak
+from spark_analysis.percentile import nearest_rank as percentile
 
 
 class _Env:

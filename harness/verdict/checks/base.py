@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,12 +109,6 @@ def measured(check: Check, measures: dict[str, list[float]]) -> Check:
     for name, values in measures.items():
         check.measures[name] = [round(float(x), 3) for x in values]
     return check
-
-
-def quantile(values: list[float], q: float) -> float:
-    """The nearest-rank q-quantile of a non-empty list (what the checkers' p50/p95 report)."""
-    v = sorted(values)
-    return v[min(len(v) - 1, max(0, math.ceil(q * len(v)) - 1))]
 
 
 def not_applicable(promise: str, why: str) -> Check:

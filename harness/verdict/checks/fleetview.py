@@ -7,7 +7,6 @@ the other promises like any agent.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from harness.contracts.faultlog import Window
 from harness.verdict.checks.base import BROKER_OUTAGES, roles
 from harness.verdict.resubscribed import back_at
 from harness.verdict.view import RunView
+from spark_analysis.percentile import nearest_rank
 
 BUCKET_S = 0.1  # the storm's time resolution (the fault proxy counts per 0.1 s)
 _QUIET_REASONS = ("connect_failed", "publications_complete", "shutdown")
@@ -45,12 +45,6 @@ class Recovery:
         if self.back_ts is None or self.end is None:
             return None
         return max(0.0, self.back_ts - self.end)
-
-
-def percentile(xs: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100) of a non-empty list."""
-    s = sorted(xs)
-    return s[min(len(s) - 1, max(0, math.ceil(q / 100 * len(s)) - 1))]
 
 
 @dataclass
@@ -112,8 +106,8 @@ class FleetView:
             return {"n": 0}
         return {
             "n": len(xs),
-            "p50": round(percentile(xs, 50), 2),
-            "p95": round(percentile(xs, 95), 2),
+            "p50": round(nearest_rank(xs, 50), 2),
+            "p95": round(nearest_rank(xs, 95), 2),
             "max": round(max(xs), 2),
             "never": sum(1 for r in self.recoveries if r.back_ts is None),
         }

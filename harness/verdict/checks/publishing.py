@@ -12,11 +12,11 @@ from harness.verdict.checks.base import (
     first_attempts,
     measured,
     not_applicable,
-    quantile,
     rounded,
     verdict_of,
 )
 from harness.verdict.view import RunView
+from spark_analysis.percentile import nearest_rank
 
 
 def publisher_timeout(v: RunView) -> Check:
@@ -114,5 +114,6 @@ def publish_latency(v: RunView) -> Check:
     out = verdict_of("publish_latency", bad, "slow publishes on a serving broker")
     out.breaches = breaches
     return measured(
-        out, {"publish_latency_p50_s": [quantile(lat, 0.5)], "publish_latency_p95_s": [quantile(lat, 0.95)]}
+        out,
+        {"publish_latency_p50_s": [nearest_rank(lat, 50)], "publish_latency_p95_s": [nearest_rank(lat, 95)]},
     )
