@@ -152,21 +152,22 @@ def _missing(
         has = w.has_consumer(live.member, t, ids, dest)
         where = f"{live.member} (granted {live.start:.3f})"
         stolen = w.stolen(live.member, ids, live.start - 30.0, t)
+        steals = [line_of(x) for x in stolen[:3]]
         if has is None:
             gap = f"observer gap on {live.member} at {t:.3f}"
             if not (ids and stolen):
                 return "unknown", [gap]
             # the broker's own log (not the observer) names the race for this subscription's ids
             lines = [f"{gap}; granted on {where}, acknowledged by {pub_member}, not delivered"]
-            return "broker", lines + [line_of(x) for x in stolen[:3]]
+            return "broker", lines + steals
         if has:
             # a steal just before the grant is the link-stealing race: the advisories show the new
             # consumer, while the old connection's late deactivation left it dispatching nothing
             lines = [f"a consumer existed on {where}; acknowledged by {pub_member} at {t:.3f}, not delivered"]
-            lines += [line_of(x) for x in stolen[:3]] if ids else []  # unknown ids: any client's steal
+            lines += steals if ids else []  # unknown ids: any client's steal
             return "broker", lines + _bridge_lines(v, pub_member, live.member, t, dest)
         lines = [f"granted subscription with no consumer on {where} at {t:.3f}"]
-        return "broker", lines + [line_of(x) for x in stolen[:3]]
+        return "broker", lines + steals
     later = [s for s in subs if s.start > t and s.member and v.group_of(s.member) is not None]
     if not later:
         restored = _restored(v, key_agent(r), str(r.get("subscription")), t)

@@ -133,12 +133,17 @@ class BrokerView:
     def consumers(
         self, broker: str, ts: float, ids: set[str] | None, destination: str
     ) -> list[dict[str, Any]]:
-        return [r for spans in self._spans(broker, ids, destination) for a, b, r in spans if a <= ts < b]
+        return [r for _, _, r in self._holding(broker, ts, ids, destination)]
 
     def held_until(self, broker: str, ts: float, ids: set[str] | None, destination: str) -> float:
         """The end of the longest consumer span holding at `ts` (ts itself when none does)."""
-        ends = [b for spans in self._spans(broker, ids, destination) for a, b, _ in spans if a <= ts < b]
-        return max(ends, default=ts)
+        return max((b for _, b, _ in self._holding(broker, ts, ids, destination)), default=ts)
+
+    def _holding(
+        self, broker: str, ts: float, ids: set[str] | None, destination: str
+    ) -> list[tuple[float, float, dict[str, Any]]]:
+        """The consumer spans that hold at `ts`."""
+        return [s for spans in self._spans(broker, ids, destination) for s in spans if s[0] <= ts < s[1]]
 
     def _spans(
         self, broker: str, ids: set[str] | None, destination: str
