@@ -1,17 +1,17 @@
 """The brokers' accepted connections and CPU over a run (RUN_DIR/broker-usage.jsonl,
 harness/contracts/brokerusage.py): what a reconnect storm costs the brokers.
 
-One daemon thread in the harness process, started and stopped by the run loop (runner.py), as
-harness/run/loadprobe.py is. Every SAMPLE_S: one netlink sock_diag dump of the established TCP
-sockets (harness/backends/sockdiag.py: 0.04 ms where /proc/net/tcp walks the whole hash table),
-counted per broker on its connector ports, and each broker JVM's CPU time and memory (psutil).
+One daemon thread in the harness process (harness/run/periodic.py), started and stopped by the
+run loop (runner.py), as harness/run/loadprobe.py is. Every SAMPLE_S: one netlink sock_diag dump
+of the established TCP sockets (harness/backends/sockdiag.py: 0.04 ms where /proc/net/tcp walks
+the whole hash table), counted per broker on its connector ports, and each broker JVM's CPU time
+and memory (psutil).
 Local backend only: the brokers must be this machine's processes in this network namespace;
 elsewhere `of()` returns None and nothing is recorded.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +22,7 @@ import psutil
 from harness.backends.local import LocalBackend
 from harness.backends.sockdiag import established_by_port
 from harness.contracts import brokerusage
+from harness.run.periodic import Periodic
 
 SAMPLE_S = 1.0
 
@@ -35,8 +36,7 @@ class BrokerSampler:
         self.ports = ports  # broker -> its connector ports (not the witness's own)
         self.rows: list[dict[str, Any]] = []
         self._procs: dict[str, tuple[psutil.Process, float, float]] = {}  # process, cpu s, at
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._every = Periodic(SAMPLE_S, self.sample, "bfh-broker-sampler")
 
     @classmethod
     def of(cls, env: Any) -> BrokerSampler | None:
@@ -47,8 +47,7 @@ class BrokerSampler:
         return cls(env.run_dir, env.backend.pid, ports)
 
     def start(self) -> BrokerSampler:
-        self._thread = threading.Thread(target=self._loop, name="bfh-broker-sampler", daemon=True)
-        self._thread.start()
+        self._every.start()
         return self
 
     def _cpu(self, broker: str, pid: int) -> tuple[float | None, float | None]:
@@ -90,20 +89,10 @@ class BrokerSampler:
         self.rows.append(row)
         return row
 
-    def _loop(self) -> None:
-        while not self._stop.wait(SAMPLE_S):
-            try:
-                self.sample()
-            except Exception:  # noqa: BLE001 - bookkeeping only: never fails a run
-                continue
-
     def stop(self) -> dict[str, Any] | None:
         """Stop the thread, write broker-usage.jsonl, return the summary (None when never started)."""
-        if self._thread is None:
+        if not self._every.stop():
             return None
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self._thread = None
         try:
             brokerusage.write(self.run_dir, self.rows)
         except Exception:  # noqa: BLE001 - bookkeeping only

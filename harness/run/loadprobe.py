@@ -23,6 +23,7 @@ from typing import Any
 
 from harness.contracts import loadlog
 from harness.faultproxy.client import ToxiproxyClient
+from harness.run.periodic import Periodic
 
 PROBE_S = 0.1
 SAMPLE_S = 1.0
@@ -59,7 +60,8 @@ class LoadProbe:
         self._pending: list[float] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._probe_thread: threading.Thread | None = None
+        self._sampler = Periodic(SAMPLE_S, self.sample, "bfh-load-sampler")
 
     @classmethod
     def of(cls, env: Any) -> LoadProbe:
@@ -73,10 +75,10 @@ class LoadProbe:
         return cls(env.run_dir, url, brokers)
 
     def start(self) -> LoadProbe:
-        for target, name in ((self._probe, "bfh-load-probe"), (self._sample_loop, "bfh-load-sampler")):
-            t = threading.Thread(target=target, name=name, daemon=True)
-            t.start()
-            self._threads.append(t)
+        self._stop.clear()
+        self._probe_thread = threading.Thread(target=self._probe, name="bfh-load-probe", daemon=True)
+        self._probe_thread.start()
+        self._sampler.start()
         return self
 
     def _probe(self) -> None:
@@ -115,21 +117,14 @@ class LoadProbe:
         self.rows.append(row)
         return row
 
-    def _sample_loop(self) -> None:
-        while not self._stop.wait(SAMPLE_S):
-            try:
-                self.sample()
-            except Exception:  # noqa: BLE001 - bookkeeping only: never fails a run
-                continue
-
     def stop(self) -> dict[str, Any] | None:
         """Stop both threads, write load.jsonl, return the summary (None when never started)."""
-        if not self._threads:
+        if self._probe_thread is None:
             return None
         self._stop.set()
-        for t in self._threads:
-            t.join(timeout=5)
-        self._threads = []
+        self._probe_thread.join(timeout=5)
+        self._probe_thread = None
+        self._sampler.stop()
         try:
             self.sample()
             loadlog.write(self.run_dir, self.rows)
