@@ -3,7 +3,7 @@
     flock /tmp/bfh-heavy.lock .venv/bin/python -m pytest benchmarks/bench_fleet_reconcile.py \\
         -m benchmark -s -p no:xdist
     BFH_FLEET_RECON_SIZES=150x1000,1000x1000 (members x controller events, the defaults)
-    BFH_FLEET_RECON_REPEAT=3 BFH_FLEET_RECON_WIDE_REPEAT=1 BFH_FLEET_RECON_RUNS=/path/to/run ...
+    BFH_FLEET_RECON_REPEAT=5 BFH_FLEET_RECON_WIDE_REPEAT=1 BFH_FLEET_RECON_RUNS=/path/to/run ...
 
 Each size is a generated fleet folder (spark_analysis/testing/fleet.py: the log contract's
 JSON lines, ``faults.jsonl`` and ``run.json`` of ``bfh run fleet-masterslave --fleet N``; each
@@ -47,7 +47,7 @@ from spark_analysis.testing.fleet import FleetSpec, write_fleet_run  # noqa: E40
 from spark_analysis.widepairs import classify_wide  # noqa: E402
 
 SIZES = [s for s in os.environ.get("BFH_FLEET_RECON_SIZES", "150x1000,1000x1000").split(",") if s]
-REPEAT = int(os.environ.get("BFH_FLEET_RECON_REPEAT", "3"))
+REPEAT = int(os.environ.get("BFH_FLEET_RECON_REPEAT", "5"))
 WIDE_REPEAT = int(os.environ.get("BFH_FLEET_RECON_WIDE_REPEAT", "1"))
 WIDE_MAX = int(os.environ.get("BFH_FLEET_RECON_WIDE_MAX", "200"))
 RUNS = [Path(p) for p in os.environ.get("BFH_FLEET_RECON_RUNS", "").split(",") if p]

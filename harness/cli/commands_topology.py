@@ -104,11 +104,17 @@ def path_warnings(topology: Any) -> None:
         bad = [p for p in mine if not p.routable]
         eg = ", ".join(f"{p.source} → {p.target}" for p in bad[:3]) + (", ..." if len(bad) > 3 else "")
         line = f"traffic {fam} ({flows[[p.family for p in flows].index(fam)].topic}): "
-        line += f"{len(mine) - len(bad)} of {len(mine)} flows between groups routable (predicted)"
+        if mine:
+            line += f"{len(mine) - len(bad)} of {len(mine)} flows between groups routable (predicted)"
+        else:  # one group, or the family need not cross: nothing for a bridge to route
+            line += "no flow between groups must deliver"
         err.print(line + (f"; blocked: {eg}" if bad else ""), highlight=False, soft_wrap=True)
     need = [p for p in preds if p.must == "deliver"]
     routed = sum(p.routable for p in need)
-    err.print(f"paths: {routed} of {len(need)} that must deliver are routable (predicted)", highlight=False)
+    paths = "none must deliver"
+    if need:
+        paths = f"{routed} of {len(need)} that must deliver are routable (predicted)"
+    err.print(f"paths: {paths}", highlight=False)
 
 
 def config_warnings(topology: Any) -> None:

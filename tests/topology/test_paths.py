@@ -146,3 +146,11 @@ def test_topology_validate_prints_the_warning_in_seconds(tmp_path: Path) -> None
     assert p.returncode == 0, p.stderr
     assert "path east → west needs 2 hops, network_ttl is 1" in p.stderr
     assert "paths: 7 of 9 that must deliver are routable (predicted)" in p.stderr
+
+
+def test_topology_validate_of_one_group_names_no_flows_rather_than_zero_of_zero() -> None:
+    p = bfh("topology", "validate", str(ROOT / "harness/topologies/pair.yaml"), timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "0 of 0" not in p.stderr
+    assert "traffic initializer (initializer/#): no flow between groups must deliver" in p.stderr
+    assert "paths: 1 of 1 that must deliver are routable (predicted)" in p.stderr
