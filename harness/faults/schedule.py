@@ -28,7 +28,7 @@ from pydantic import (
 
 from harness.faults.kinds import FaultParamsError, Params, kind, schedulable
 from harness.topology.files import InputFileError, read_text
-from harness.topology.yamlsafe import problem, safe_load
+from harness.topology.yamlsafe import LineIndex, compose, problem
 
 MAX_SECONDS = 7 * 86400.0  # a week: any step time or duration beyond it is a typo
 
@@ -105,19 +105,42 @@ class Schedule(BaseModel):
 
 
 def load_schedule(path: str | Path) -> Schedule:
+    """A schedule file (YAML or JSON); ScheduleError names every problem (the first five) with its
+    line: `file:line: key.path: what`."""
     p = Path(path)
     try:
-        data = safe_load(read_text(p))  # JSON is YAML too
+        node, data = compose(read_text(p))  # JSON is YAML too
     except InputFileError as e:
         raise ScheduleError(f"cannot read schedule {e}") from None
     except yaml.YAMLError as e:
         msg, line = problem(e)
         raise ScheduleError(f"{p}{f':{line}' if line else ''}: not valid YAML/JSON ({msg})") from None
+    index = LineIndex.of(node)
+    # keys pydantic would report without a line, or not at all (a key written twice)
+    found: list[tuple[int | None, str, str]] = [
+        (k.line, _dotted((*k.loc, k.key)), f"key {k.key} is {k.kind}, not a name")
+        if k.kind
+        else (k.line, _dotted((*k.loc, k.key)), f"appears twice (first on line {k.first_line})")
+        for k in index.odd_keys
+    ]
     try:
-        return Schedule.model_validate(data)
+        schedule = Schedule.model_validate(data)
     except ValidationError as e:
-        details = "; ".join(
-            f"{'.'.join(map(str, x['loc']))}: {x['msg']}".replace("\n", " ") for x in e.errors()[:5]
-        )
-        more = f" (and {len(e.errors()) - 5} more)" if len(e.errors()) > 5 else ""
-        raise ScheduleError(f"{p}: invalid schedule: {details}{more}") from None
+        non_text = {(x.line, x.key) for x in index.odd_keys if x.kind}
+        for x in e.errors():
+            loc = tuple(part for part in x["loc"] if part != "[key]")
+            if x["type"] == "invalid_key" and any(k == str(x.get("input")) for _, k in non_text):
+                continue  # already named, at its line
+            msg = str(x["msg"]).removeprefix("Value error, ").replace("\n", " ")
+            found.append((index.line_of(loc), _dotted(loc), msg))
+    else:
+        if not found:
+            return schedule
+    found.sort(key=lambda f: f[0] or 0)
+    shown = "; ".join(f"{p}{f':{line}' if line else ''}: {where}: {what}" for line, where, what in found[:5])
+    more = f" (and {len(found) - 5} more)" if len(found) > 5 else ""
+    raise ScheduleError(f"invalid schedule: {shown}{more}")
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    return ".".join(map(str, loc)) or "(document)"

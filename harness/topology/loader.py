@@ -122,49 +122,25 @@ def _problem_from_error(e: Any) -> list[Problem]:
 
 
 class _LineMap:
-    """Line numbers of keys and items in a YAML document, by key path."""
+    """Line numbers of keys and items in a YAML document, by key path (yamlsafe.LineIndex), and
+    the problems of its odd keys."""
 
-    def __init__(self) -> None:
-        self.lines: dict[Loc, int] = {}
-        self.problems: list[Problem] = []
+    def __init__(self, node: yaml.Node | None = None) -> None:
+        index = yamlsafe.LineIndex.of(node)
+        self.lines = index.lines
+        self.line_of = index.line_of
+        self.problems: list[Problem] = [_odd_key(k) for k in index.odd_keys]
 
-    def walk(self, node: yaml.Node, loc: Loc = ()) -> None:
-        self.lines.setdefault(loc, node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[str, int] = {}
-            for k, v in node.value:
-                key = k.value if isinstance(k, yaml.ScalarNode) else str(k)
-                line = k.start_mark.line + 1
-                kind = yamlsafe.non_text_key(k)
-                if kind:
-                    self.problems.append(_non_text_key(loc, key, kind, line))
-                if key in seen:
-                    self.problems.append(
-                        Problem(
-                            loc + (key,),
-                            f"key {key!r} appears twice (first on line "
-                            f"{seen[key]}); YAML would silently keep the last one",
-                            "remove one of them",
-                            line,
-                        )
-                    )
-                seen.setdefault(key, line)
-                self.lines[loc + (key,)] = line
-                self.walk(v, loc + (key,))
-                # A value's own line (e.g. the first line of a block scalar).
-                self.lines[loc + (key, "<value>")] = v.start_mark.line + 1
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                self.lines[loc + (i,)] = item.start_mark.line + 1
-                self.walk(item, loc + (i,))
 
-    def line_of(self, loc: Loc) -> int | None:
-        loc = tuple(loc)
-        while loc:
-            if loc in self.lines:
-                return self.lines[loc]
-            loc = loc[:-1]
-        return self.lines.get(())
+def _odd_key(k: yamlsafe.OddKey) -> Problem:
+    if k.kind:
+        return _non_text_key(k.loc, k.key, k.kind, k.line)
+    return Problem(
+        k.loc + (k.key,),
+        f"key {k.key!r} appears twice (first on line {k.first_line}); YAML would silently keep the last one",
+        "remove one of them",
+        k.line,
+    )
 
 
 def _non_text_key(loc: Loc, key: str, kind: str, line: int | None = None) -> Problem:
@@ -321,9 +297,7 @@ def loads_topology(text: str, source: str = "<topology>", base_dir: Path | None 
         if isinstance(e, yamlsafe.RefusedYaml):
             fix = "write every value out (no anchors/aliases, at most a few levels deep)"
         raise _report(source, [Problem((), f"not valid YAML: {problem}", fix, line)]) from None
-    lines = _LineMap()
-    if node is not None:
-        lines.walk(node)
+    lines = _LineMap(node)
     if base_dir is not None:
         _resolve_files(data, base_dir)
     lines.problems += _file_problems(data, lines)

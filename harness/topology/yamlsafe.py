@@ -3,6 +3,7 @@ alias bomb expands to gigabytes), nesting capped, and every failure one line wit
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -68,6 +69,64 @@ def non_text_key(node: yaml.Node) -> str | None:
     if tag == "str":
         return None
     return _KEY_KINDS.get(tag, f"a {tag}")
+
+
+@dataclass
+class OddKey:
+    """A mapping key pydantic would report without a line: one YAML does not read as text
+    (``kind``: `1:` is a number), or one written twice (``first_line``: YAML keeps the last)."""
+
+    loc: tuple[str | int, ...]  # the mapping's path
+    key: str
+    line: int
+    kind: str | None = None
+    first_line: int | None = None
+
+
+@dataclass
+class LineIndex:
+    """The 1-based lines of a document's keys and items by key path (``(key, "<value>")``: a
+    value's own line, e.g. a block scalar's), and its odd keys, in document order."""
+
+    lines: dict[tuple[str | int, ...], int] = field(default_factory=dict)
+    odd_keys: list[OddKey] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, node: yaml.Node | None) -> LineIndex:
+        index = cls()
+        if node is not None:
+            index._walk(node, ())
+        return index
+
+    def _walk(self, node: yaml.Node, loc: tuple[str | int, ...]) -> None:
+        self.lines.setdefault(loc, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for k, v in node.value:
+                key = k.value if isinstance(k, yaml.ScalarNode) else str(k)
+                line = k.start_mark.line + 1
+                kind = non_text_key(k)
+                if kind:
+                    self.odd_keys.append(OddKey(loc, key, line, kind=kind))
+                if key in seen:
+                    self.odd_keys.append(OddKey(loc, key, line, first_line=seen[key]))
+                seen.setdefault(key, line)
+                self.lines[loc + (key,)] = line
+                self._walk(v, loc + (key,))
+                self.lines[loc + (key, "<value>")] = v.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self.lines[loc + (i,)] = item.start_mark.line + 1
+                self._walk(item, loc + (i,))
+
+    def line_of(self, loc: tuple[Any, ...]) -> int | None:
+        """The line of ``loc``, or of its nearest enclosing key that has one."""
+        loc = tuple(loc)
+        while loc:
+            if loc in self.lines:
+                return self.lines[loc]
+            loc = loc[:-1]
+        return self.lines.get(())
 
 
 def safe_load(text: str) -> Any:
