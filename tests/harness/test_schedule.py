@@ -57,9 +57,11 @@ def test_every_problem_carries_its_line_including_keys_pydantic_cannot_place(tmp
     with pytest.raises(ScheduleError) as e:
         load_schedule(path)
     text = str(e.value)
-    assert text.index(f"{path}:5: steps.1.at: Input should be a valid number") < text.index(
-        f"{path}:8: steps.1.1: key 1 is a number, not a name"
-    ) < text.index(f"{path}:10: settle_s: appears twice (first on line 9)")
+    assert (
+        text.index(f"{path}:5: steps.1.at: Input should be a valid number")
+        < text.index(f"{path}:8: steps.1.1: key 1 is a number, not a name")
+        < text.index(f"{path}:10: settle_s: appears twice (first on line 9)")
+    )
     assert "Keys should be strings" not in text  # the number key is named once, at its line
 
 
