@@ -126,10 +126,10 @@ def load_schedule(path: str | Path) -> Schedule:
     try:
         schedule = Schedule.model_validate(data)
     except ValidationError as e:
-        non_text = {(x.line, x.key) for x in index.odd_keys if x.kind}
+        non_text = {k.key for k in index.odd_keys if k.kind}
         for x in e.errors():
             loc = tuple(part for part in x["loc"] if part != "[key]")
-            if x["type"] == "invalid_key" and any(k == str(x.get("input")) for _, k in non_text):
+            if x["type"] == "invalid_key" and str(x.get("input")) in non_text:
                 continue  # already named, at its line
             msg = str(x["msg"]).removeprefix("Value error, ").replace("\n", " ")
             found.append((index.line_of(loc), _dotted(loc), msg))

@@ -14,10 +14,6 @@ class Periodic:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    @property
-    def running(self) -> bool:
-        return self._thread is not None
-
     def start(self) -> None:
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
