@@ -16,20 +16,12 @@ the summary (`summarize`): per broker the peak connections and the peak and mean
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Any
 
-from harness.contracts.jsonlines import write_atomic
+from harness.contracts.jsonlines import num, read_samples, write_atomic
 
 USAGE_FILE = "broker-usage.jsonl"
-
-
-def _num(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
-        return None
-    return float(x)
 
 
 def write(run_dir: Path, rows: list[dict[str, Any]]) -> Path:
@@ -39,18 +31,7 @@ def write(run_dir: Path, rows: list[dict[str, Any]]) -> Path:
 def read(run_dir: Path) -> list[dict[str, Any]]:
     """The samples in time order; [] when the run has none. Lines that are not a sample with a
     finite `ts` and a `brokers` object are skipped."""
-    path = Path(run_dir) / USAGE_FILE
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            r = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(r, dict) and _num(r.get("ts")) is not None and isinstance(r.get("brokers"), dict):
-            rows.append(r)
-    return sorted(rows, key=lambda r: float(r["ts"]))
+    return read_samples(Path(run_dir) / USAGE_FILE, lambda r: isinstance(r.get("brokers"), dict))
 
 
 Series = dict[str, list[tuple[float, float | None, float | None]]]
@@ -62,7 +43,7 @@ def series(rows: list[dict[str, Any]]) -> Series:
     for r in rows:
         for name, b in r["brokers"].items():
             if isinstance(b, dict):
-                point = (float(r["ts"]), _num(b.get("conns")), _num(b.get("cpu")))
+                point = (float(r["ts"]), num(b.get("conns")), num(b.get("cpu")))
                 out.setdefault(str(name), []).append(point)
     return out
 

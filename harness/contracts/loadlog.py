@@ -17,14 +17,12 @@ worst samples with their wall-clock times.
 
 from __future__ import annotations
 
-import json
-import math
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.contracts.jsonlines import write_atomic
+from harness.contracts.jsonlines import num, read_samples, write_atomic
 
 LOAD_FILE = "load.jsonl"
 #: a sample whose delay is at least this is an overloaded moment (the probe's worst oversleep of a
@@ -44,12 +42,6 @@ STARVED_PER_CORE = 8.0
 #: frozen; the run summary counts these apart (only the verdict knows the faults' windows)
 NO_ANSWER_S = 1.0
 WORST = 5
-
-
-def num(x: Any) -> float | None:
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
-        return None
-    return float(x)
 
 
 def delay(row: dict[str, Any], skip_brokers: Iterable[str] = ()) -> tuple[float, str]:
@@ -95,18 +87,7 @@ def write(run_dir: Path, rows: list[dict[str, Any]]) -> Path:
 def read(run_dir: Path) -> list[dict[str, Any]]:
     """The samples in time order; [] when the run has none (a folder from before the probe).
     Lines that are not a sample with a finite `ts` are skipped."""
-    path = Path(run_dir) / LOAD_FILE
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            r = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(r, dict) and num(r.get("ts")) is not None:
-            rows.append(r)
-    return sorted(rows, key=lambda r: float(r["ts"]))
+    return read_samples(Path(run_dir) / LOAD_FILE)
 
 
 def _stats(values: list[float]) -> dict[str, Any]:
