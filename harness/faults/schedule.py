@@ -118,10 +118,7 @@ def load_schedule(path: str | Path) -> Schedule:
     index = LineIndex.of(node)
     # keys pydantic would report without a line, or not at all (a key written twice)
     found: list[tuple[int | None, str, str]] = [
-        (k.line, _dotted((*k.loc, k.key)), f"key {k.key} is {k.kind}, not a name")
-        if k.kind
-        else (k.line, _dotted((*k.loc, k.key)), f"appears twice (first on line {k.first_line})")
-        for k in index.odd_keys
+        (k.line, _dotted((*k.loc, k.key)), k.what) for k in index.odd_keys
     ]
     try:
         schedule = Schedule.model_validate(data)

@@ -135,12 +135,7 @@ class _LineMap:
 def _odd_key(k: yamlsafe.OddKey) -> Problem:
     if k.kind:
         return _non_text_key(k.loc, k.key, k.kind, k.line)
-    return Problem(
-        k.loc + (k.key,),
-        f"key {k.key!r} appears twice (first on line {k.first_line}); YAML would silently keep the last one",
-        "remove one of them",
-        k.line,
-    )
+    return Problem(k.loc + (k.key,), f"key {k.key!r} {k.what}", "remove one of them", k.line)
 
 
 def _non_text_key(loc: Loc, key: str, kind: str, line: int | None = None) -> Problem:
@@ -152,7 +147,7 @@ def _non_text_key(loc: Loc, key: str, kind: str, line: int | None = None) -> Pro
         fix = "use one of openwire, mqtt or stomp"
     else:
         fix = f"quote it if it is meant as text ('{key}': ...), or remove it"
-    return Problem(loc + (key,), f"key {key or '(empty)'} is {kind}, not a name", fix, line)
+    return Problem(loc + (key,), yamlsafe.OddKey(loc, key, line or 0, kind=kind).what, fix, line)
 
 
 def _report(source: str, problems: list[Problem]) -> TopologyError:

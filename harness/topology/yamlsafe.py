@@ -82,6 +82,13 @@ class OddKey:
     kind: str | None = None
     first_line: int | None = None
 
+    @property
+    def what(self) -> str:
+        """What is wrong, for a message that names the key's path before it."""
+        if self.kind:
+            return f"key {self.key or '(empty)'} is {self.kind}, not a name"
+        return f"appears twice (first on line {self.first_line}); YAML would silently keep the last one"
+
 
 @dataclass
 class LineIndex:
