@@ -3,7 +3,7 @@
     .venv/bin/python -m pytest benchmarks/bench_fleet.py -m benchmark -s -p no:xdist
     BFH_FLEET_SIZES=100 BFH_FLEET_RUNS=3 BFH_FLEET_EVENTS=1000 BFH_FLEET_STATUS=30 (the defaults) ...
     BFH_FLEET_AGENT_CMD: another agent command (a defect's: agent_under_test.defects.command)
-    BFH_FLEET_TOPOLOGY=pair: another topology (default: the entry's own, pair-nio; docs/fleet.md)
+    BFH_FLEET_TOPOLOGY=pair: another topology (default: the entry's own, pair-fleet; docs/fleet.md)
 
 Each size in BFH_FLEET_SIZES (ascending) runs `fleet-masterslave` (one pair, kill -9 the master)
 BFH_FLEET_RUNS times, with the controller publishing BFH_FLEET_EVENTS topology events at

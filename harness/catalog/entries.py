@@ -65,13 +65,14 @@ FLEET_PARAMS: dict[str, Any] = {"subscribe_wait_s": 180, "connect_bound_s": 60.0
 
 def _fleet(name: str, what: str, **fields: Any) -> Scenario:
     """A fleet entry: `fleet` agents per pair (harness/agents/fleet.py); not in `make test` (extended)."""
-    # pair-nio: a shared thread pool serves the connections, not a thread each (docs/fleet.md)
+    # pair-fleet: NIO connectors (a shared thread pool, not a thread per connection) and each
+    # durable subscription a virtual topic's queue (O(1) acks at any fleet size): docs/fleet.md
     base: dict[str, Any] = {
         "agents": "fleet",
         "fleet": 20,
         "settle_s": 10.0,
         "tags": ("fleet", "extended"),
-        "topology": "pair-nio",
+        "topology": "pair-fleet",
     }
     merged = {**base, **fields}
     merged["params"] = {**FLEET_PARAMS, **fields.get("params", {})}

@@ -118,7 +118,7 @@ def _add_runs(add: Add, sub: Any) -> None:
     r.add_argument(
         "--topology",
         default=None,
-        help="topology file or built-in name (default: the scenario's own, e.g. pair-nio for a fleet "
+        help="topology file or built-in name (default: the scenario's own, e.g. pair-fleet for a fleet "
         "on one pair; without a scenario: pair)",
     )
     r.add_argument("--schedule", default=None, help="schedule file (JSON/YAML)")

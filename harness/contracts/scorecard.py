@@ -94,6 +94,10 @@ MEASURES: dict[str, Measure] = {
         "1/s",
         "a fleet's densest 2 s of connection attempts at the brokers, per role per second (one per run)",
     ),
+    "storm_sustained_per_role_s": Measure(
+        "1/s",
+        "a fleet's densest 20 s of connection attempts at the brokers, per role per second (one per run)",
+    ),
     "storm_all_back_s": Measure("s", "from a fault's end until every fleet member is back (per fault)"),
 }
 

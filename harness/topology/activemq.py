@@ -92,6 +92,9 @@ TRANSPORT_OPTIONS = (
     # STOMP (stomp, stomp+nio)
     "defaultHeartBeat", "hbGracePeriodMultiplier",
 )  # fmt: skip
+#: MQTT's subscription strategies (activemq-mqtt's strategy factories): a durable subscription is a
+#: durable topic subscription (default) or a virtual topic's queue of its own (docs/topology.md)
+SUBSCRIPTION_STRATEGIES = ("mqtt-default-subscriptions", "mqtt-virtual-topic-subscriptions")
 _URI_VALUE = re.compile(r"^[A-Za-z0-9._:,/+-]{1,200}$")
 
 
@@ -108,6 +111,9 @@ def check_transport_options(options: Mapping[str, object]) -> list[tuple[str, st
             close = difflib.get_close_matches(k, TRANSPORT_OPTIONS, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             out.append((k, f"{k!r} is not a transport option ActiveMQ knows", hint + "see docs/topology.md"))
+        elif k == "subscriptionStrategy" and v not in SUBSCRIPTION_STRATEGIES:
+            strategies = ", ".join(SUBSCRIPTION_STRATEGIES)
+            out.append((k, f"{v!r} is not an MQTT subscription strategy", f"use one of {strategies}"))
         elif isinstance(v, str) and not _URI_VALUE.match(v):
             out.append((k, f"{v!r} cannot be written into a URI", "use letters, digits and . _ : , / + -"))
         elif isinstance(v, int) and not isinstance(v, bool) and not 0 <= v <= 2**31 - 1:

@@ -69,12 +69,12 @@ class BrokerView:
             if m.gaps and m.gaps[-1][1] == float("inf"):
                 m.gaps[-1] = (m.gaps[-1][0], t)
         elif e == ev.CONSUMER_ADDED and not r.get("network"):
-            key = (str(r.get("client_id")), str(r.get("destination")))
+            key = (str(r.get("client_id")), ev.served_topic(r.get("destination")))
             if key not in m.consumers:
                 m.consumers[key] = m.by_dest.setdefault(key[1], {})[key[0]] = []
             m.consumers[key].append((t, float("inf"), r))
         elif e == ev.CONSUMER_REMOVED:
-            key = (str(r.get("client_id")), str(r.get("destination")))
+            key = (str(r.get("client_id")), ev.served_topic(r.get("destination")))
             spans = m.consumers.get(key) or []
             for i in range(len(spans) - 1, -1, -1):
                 if spans[i][1] == float("inf"):

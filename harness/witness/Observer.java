@@ -38,8 +38,13 @@ public class Observer {
     static final int PROBE_MS = 250;
     static final double SNAPSHOT_S = 1.0;
     static final double RESNAPSHOT_HOLD_S = 1.0; // how long the re-replaying consumer stays open
-    static final String[] ADVISORIES = {"ActiveMQ.Advisory.Connection",
-            "ActiveMQ.Advisory.Consumer.Topic.>", "ActiveMQ.Advisory.Producer.Topic.>"};
+    // Consumers of topics, and of virtual topics' consumer queues (`Consumer.<client>.VirtualTopic.<topic>`:
+    // an MQTT connector with the virtual-topic subscription strategy makes each durable
+    // subscription one): the harness maps the queue back to the topic it serves.
+    static final String[] CONSUMER_ADVISORIES = {"ActiveMQ.Advisory.Consumer.Topic.>",
+            "ActiveMQ.Advisory.Consumer.Queue.Consumer.>"};
+    static final String[] ADVISORIES = {"ActiveMQ.Advisory.Connection", CONSUMER_ADVISORIES[0],
+            CONSUMER_ADVISORIES[1], "ActiveMQ.Advisory.Producer.Topic.>"};
     static Writer out;
     static volatile boolean stopping = false;
 
@@ -203,7 +208,7 @@ public class Observer {
 
         // Probe the broker until it fails; re-replay its consumers once, SNAPSHOT_S after connecting.
         void probe(ActiveMQConnection c, Session s, int gen) throws JMSException, InterruptedException {
-            MessageConsumer again = null;
+            java.util.List<MessageConsumer> again = new java.util.ArrayList<>();
             double againAt = 0;
             while (!stopping && !failed) {
                 Thread.sleep(PROBE_MS);
@@ -212,14 +217,17 @@ public class Observer {
                 c.syncSendPacket(new ConnectionControl(), 2000);
                 lastSeen = now();
                 if (againAt == 0 && lastSeen - connectedAt >= SNAPSHOT_S) {
-                    again = s.createConsumer(new ActiveMQTopic(ADVISORIES[1]));
-                    again.setMessageListener(m -> {
-                        if (gen == generation) onAdvisory(m, true);
-                    });
+                    for (String t : CONSUMER_ADVISORIES) {
+                        MessageConsumer mc = s.createConsumer(new ActiveMQTopic(t));
+                        mc.setMessageListener(m -> {
+                            if (gen == generation) onAdvisory(m, true);
+                        });
+                        again.add(mc);
+                    }
                     againAt = lastSeen;
-                } else if (again != null && lastSeen - againAt >= RESNAPSHOT_HOLD_S) {
-                    again.close();
-                    again = null;
+                } else if (!again.isEmpty() && lastSeen - againAt >= RESNAPSHOT_HOLD_S) {
+                    for (MessageConsumer mc : again) mc.close();
+                    again.clear();
                     for (Map.Entry<String, Object[]> f : finds.entrySet()) {
                         String[] known = consumers.get(f.getKey());
                         if (removed.containsKey(f.getKey()) || known != null && known[0] != null) continue;

@@ -8,6 +8,7 @@ Readers tolerate a torn last line and ignore fields they do not know.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,22 @@ def topic_destination(mqtt_filter: str) -> str:
     return mqtt_filter.translate(_MQTT_TO_JMS)
 
 
+_VIRTUAL_QUEUE = re.compile(r"^queue://Consumer\.[^.]+\.VirtualTopic\.(.+)$")
+_VIRTUAL_TOPIC = "VirtualTopic."
+
+
+def served_topic(destination: object) -> str:
+    """The JMS topic a consumer's destination serves. An MQTT connector with ActiveMQ's
+    `mqtt-virtual-topic-subscriptions` strategy gives a durable subscription of `a/b` the queue
+    `Consumer.<client>:<QoS>.VirtualTopic.a.b` and any other one the topic `VirtualTopic.a.b`: both
+    serve `a.b`. Any other destination is itself."""
+    d = str(destination)
+    m = _VIRTUAL_QUEUE.match(d)
+    if m:
+        return m.group(1)
+    return d[len(_VIRTUAL_TOPIC) :] if d.startswith(_VIRTUAL_TOPIC) else d
+
+
 def consumers_at(
     events: Iterable[dict[str, Any]], broker: str, ts: float
 ) -> dict[str, dict[str, Any]] | None:
@@ -131,5 +148,6 @@ def has_consumer(
     if state is None:
         return None
     return any(
-        c.get("client_id") == client_id and c.get("destination") == destination for c in state.values()
+        c.get("client_id") == client_id and served_topic(c.get("destination")) == destination
+        for c in state.values()
     )

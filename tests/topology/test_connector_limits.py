@@ -62,6 +62,7 @@ def test_defaults_are_unchanged(tmp_path: Path) -> None:
         (7, 'transport: {"transport.backlog": 10}', "without its 'transport.' prefix"),
         (7, "transport: {maximumConnections: 10}", "set the connector's maximum_connections"),
         (7, "transport: {threadName: 'a&b'}", "cannot be written into a URI"),
+        (7, "transport: {subscriptionStrategy: mqtt-virtual}", "is not an MQTT subscription strategy"),
         (7, "nio: maybe", "nio"),
     ],
 )

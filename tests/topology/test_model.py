@@ -382,6 +382,8 @@ def test_good_topology_and_defaults(tmp_path: Path) -> None:
 EXPECTED_BUILTINS = {
     "pair",
     "pair-stomp",
+    "pair-nio",
+    "pair-fleet",
     "network-of-pairs",
     "seed003-ha-network",
     "seed003-ha-network-static",

@@ -11,6 +11,7 @@ import paho.mqtt.client as mqtt
 
 from harness.run.env import Environment
 from harness.topology import builtin_topology
+from harness.verdict.witness import BrokerView
 from harness.witness import events as ev
 from harness.witness.events import has_consumer, read_events
 
@@ -82,3 +83,43 @@ def test_kill_master_seen_by_the_witness(tmp_path: Path):
     assert has_consumer(recs, second, t_sub, CLIENT, "topology.>") is None  # slave: not served
     # the observer never subscribes to the agents' topics, nor shows itself
     assert not any(str(r.get("client_id", "")).startswith("bfh-witness") for r in recs)
+
+
+def test_virtual_topic_subscription_is_seen_as_its_topic(tmp_path: Path):
+    """pair-fleet's MQTT connector makes a durable subscription a virtual topic's queue
+    (`Consumer.<client>:AT_LEAST_ONCE.VirtualTopic.topology.>`): the observer sees that consumer,
+    the witness answers for the topic it serves, and a publish to the topic still reaches it."""
+    run = tmp_path / "run"
+    got: list[bytes] = []
+    with Environment.up(builtin_topology("pair-fleet"), run, witness=True) as env:
+        master = env.backend.master("pair")
+        urls = dict(zip([b.name for b in env.plan.members("pair")], env.mb_urls("mqtt", "pair"), strict=True))
+        observed = run / "brokers" / "observer.jsonl"
+        _wait_for(observed, lambda r: r["event"] == ev.GAP_END and r["broker"] == master)
+        c = _subscribe(urls[master])
+        c.on_message = lambda _c, _u, m: got.append(m.payload)
+        _wait_for(observed, lambda r: r["event"] == ev.CONSUMER_ADDED and r.get("client_id") == CLIENT)
+        t_sub = time.time()
+        host, _, port = urls[master].rpartition(":")
+        pub = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="witness-test-pub")
+        pub.connect(host, int(port))
+        pub.loop_start()
+        pub.publish("topology/pair/TopologyEvent", b"e1", qos=1).wait_for_publish(10)
+        deadline = time.monotonic() + 10
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for cl in (pub, c):
+            cl.disconnect()
+            cl.loop_stop()
+
+    assert got == [b"e1"]
+    recs = list(read_events(run / "brokers" / "events.jsonl"))
+    added = [r for r in recs if r["event"] == ev.CONSUMER_ADDED and r.get("client_id") == CLIENT]
+    assert [r["destination"] for r in added] == [
+        f"queue://Consumer.{CLIENT}:AT_LEAST_ONCE.VirtualTopic.topology.>"
+    ]
+    assert ev.served_topic(added[0]["destination"]) == "topology.>"
+    assert has_consumer(recs, master, t_sub, CLIENT, "topology.>") is True
+    view = BrokerView(recs, {})
+    assert view.has_consumer(master, t_sub, {CLIENT}, "topology.>") is True
+    assert view.has_consumer(master, t_sub, {CLIENT}, "instance.>") is False

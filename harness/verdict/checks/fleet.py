@@ -14,6 +14,7 @@ NOT_A_FLEET = "not a fleet run"
 # The storm's rate is judged over 2 s: the reference's backoff makes at most 6 passes over 2 URLs
 # in its first 2 s (6.5 attempts per role per second with the success), lock-step retries 20.
 STORM_WINDOW_S = 2.0
+SUSTAINED_WINDOW_S = 20.0  # a storm's attempts over this long: lock-step retries stay dense
 
 
 def fleet_recovery(v: RunView) -> Check:
@@ -130,28 +131,35 @@ def no_agent_left_behind(v: RunView) -> Check:
 def reconnect_storm(v: RunView) -> Check:
     """The fleet's connection attempts seen at the brokers' side (the fault proxy's accepted
     connections plus attempts refused before it) stay under `storm_attempts_per_role_s` per role
-    per second over any 2 s, and every member is back within `storm_all_back_s` of each fault's end."""
+    per second over any 2 s and `storm_sustained_per_role_s` over any 20 s, and every member is
+    back within `storm_all_back_s` of each fault's end."""
     f = FleetView.of(v)
     if f is None:
         return not_applicable("reconnect_storm", NOT_A_FLEET)
     if not f.windows:
         return not_applicable("reconnect_storm", "no broker fault: no storm to judge")
-    per_role = bound(v, "storm_attempts_per_role_s")
-    limit = per_role * max(f.roles, 1)
-    peak, at = f.peak_per_s(STORM_WINDOW_S)
+    roles = max(f.roles, 1)
     peak_1s, _ = f.peak_per_s(1.0)
     bad: list[dict[str, Any]] = []
     breaches: list[Breach | None] = []
-    if peak > limit:  # the time its attempts would need to fit the bound: a rate
-        span = STORM_WINDOW_S
-        breaches.append(Breach(at - span, at + span, span * (peak / limit - 1), rate=True))
-        bad.append(
-            {
-                "ts": rounded(at),
-                "what": f"{peak:.0f} connection attempts/s over {STORM_WINDOW_S:g} s from {f.roles} "
-                f"roles (bound {per_role:g} per role: {limit:.0f}/s)",
-            }
-        )
+    rates = []
+    for name, span in (
+        ("storm_attempts_per_role_s", STORM_WINDOW_S),
+        ("storm_sustained_per_role_s", SUSTAINED_WINDOW_S),
+    ):
+        per_role = bound(v, name)
+        limit = per_role * roles
+        peak, at = f.peak_per_s(span)
+        rates.append((name, span, peak, per_role))
+        if peak > limit:  # the time its attempts would need to fit the bound: a rate
+            breaches.append(Breach(at - span, at + span, span * (peak / limit - 1), rate=True))
+            bad.append(
+                {
+                    "ts": rounded(at),
+                    "what": f"{peak:.0f} connection attempts/s over {span:g} s from {f.roles} "
+                    f"roles (bound {per_role:g} per role: {limit:.0f}/s)",
+                }
+            )
     back_bound = bound(v, "storm_all_back_s")
     backs = []
     for w, took in f.all_back():
@@ -168,9 +176,11 @@ def reconnect_storm(v: RunView) -> Check:
                 }
             )
     source = "proxy + agents' refused attempts" if f.proxy_accepts else "agents' refused attempts only"
+    (_, _, peak, per_role), (_, _, sustained, sustained_bound) = rates
     detail = (
-        f"peak {peak:.0f} attempts/s over {STORM_WINDOW_S:g} s ({peak / max(f.roles, 1):.1f} per role, "
-        f"bound {per_role:g}; busiest 1 s: {peak_1s:.0f}; {source}); "
+        f"peak {peak:.0f} attempts/s over {STORM_WINDOW_S:g} s ({peak / roles:.1f} per role, "
+        f"bound {per_role:g}); over {SUSTAINED_WINDOW_S:g} s {sustained / roles:.2f} per role "
+        f"(bound {sustained_bound:g}); busiest 1 s: {peak_1s:.0f}; {source}; "
         f"every agent back after the fault's end: {', '.join(backs) or '-'}"
     )
     out = verdict_of("reconnect_storm", bad, f"reconnect storm over its bounds: {detail}", v.faults)
@@ -178,7 +188,8 @@ def reconnect_storm(v: RunView) -> Check:
     measured(
         out,
         {
-            "storm_attempts_per_role_s": [peak / max(f.roles, 1)],
+            "storm_attempts_per_role_s": [peak / roles],
+            "storm_sustained_per_role_s": [sustained / roles],
             "storm_all_back_s": [took for _, took in f.all_back() if took is not None],
         },
     )
