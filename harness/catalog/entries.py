@@ -232,7 +232,7 @@ SCENARIOS: dict[str, Scenario] = {
             "a fleet on each pair of a network, kill -9 the first pair's master: that pair's fleet "
             "fails over, the other pair's fleet is undisturbed",
             steps=(_s(5, "kill", "master:{group}"),),
-            topology="network-of-pairs",
+            topology="network-fleet",
             count=200,
             fleet=10,
             seed=3,

@@ -230,7 +230,7 @@ def _demand_line(v: RunView, pub: str, t: float, dest: str) -> list[str]:
     if not w.advisory or w.in_gap(pub, t):
         return []
     since = max((s for s in w.member(pub).started if s <= t), default=float("-inf"))  # its mastership
-    added = _network_demand(v).get((pub, dest), [])
+    added = _network_demand(v).get((pub, ev.served_topic(dest)), [])
     if any(since <= a <= t for a, _ in added):
         return [f"the bridge's demand for {dest} existed on {pub} at {t:.3f}"]
     later = [(a, rec) for a, rec in added if a > t]
@@ -250,7 +250,7 @@ def _network_demand(v: RunView) -> dict[tuple[str, str], list[tuple[float, dict[
         cached = {}
         for r in v.broker_events:
             if r.get("event") == ev.CONSUMER_ADDED and r.get("network"):
-                key = (str(r.get("broker")), str(r.get("destination")))
+                key = (str(r.get("broker")), ev.served_topic(r.get("destination")))
                 cached.setdefault(key, []).append((float(r["ts"]), r))
         v.__dict__["_blame_network_demand"] = cached
     return cached

@@ -149,7 +149,7 @@ class BrokerView:
         self, broker: str, ids: set[str] | None, destination: str
     ) -> list[list[tuple[float, float, dict[str, Any]]]]:
         """The consumer spans of `destination` on the member, of the client ids `ids` (None: any)."""
-        by = self.member(broker).by_dest.get(destination, {})
+        by = self.member(broker).by_dest.get(ev.served_topic(destination), {})
         if ids is None:
             return list(by.values())
         return [by[cid] for cid in ids if cid in by]

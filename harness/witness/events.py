@@ -148,6 +148,6 @@ def has_consumer(
     if state is None:
         return None
     return any(
-        c.get("client_id") == client_id and served_topic(c.get("destination")) == destination
+        c.get("client_id") == client_id and served_topic(c.get("destination")) == served_topic(destination)
         for c in state.values()
     )

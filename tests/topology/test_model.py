@@ -384,6 +384,7 @@ EXPECTED_BUILTINS = {
     "pair-stomp",
     "pair-nio",
     "pair-fleet",
+    "network-fleet",
     "network-of-pairs",
     "seed003-ha-network",
     "seed003-ha-network-static",
