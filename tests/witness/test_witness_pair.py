@@ -35,13 +35,20 @@ def _wait_for(path: Path, pred, timeout: float = 15.0) -> None:
         time.sleep(0.2)
 
 
+def _watched_master(env: Environment, run: Path) -> tuple[str, dict[str, str], Path]:
+    """The pair's master, each member's MQTT URL and the observer's file, once it sees the master."""
+    master = env.backend.master("pair")
+    assert master
+    urls = dict(zip([b.name for b in env.plan.members("pair")], env.mb_urls("mqtt", "pair"), strict=True))
+    observed = run / "brokers" / "observer.jsonl"
+    _wait_for(observed, lambda r: r["event"] == ev.GAP_END and r["broker"] == master)
+    return master, urls, observed
+
+
 def test_kill_master_seen_by_the_witness(tmp_path: Path):
     run = tmp_path / "run"
     with Environment.up(builtin_topology("pair"), run, witness=True) as env:
-        first = env.backend.master("pair")
-        urls = dict(zip([b.name for b in env.plan.members("pair")], env.mb_urls("mqtt", "pair"), strict=True))
-        observed = run / "brokers" / "observer.jsonl"
-        _wait_for(observed, lambda r: r["event"] == ev.GAP_END and r["broker"] == first)
+        first, urls, observed = _watched_master(env, run)
         c = _subscribe(urls[first])
         _wait_for(observed, lambda r: r["event"] == ev.CONSUMER_ADDED and r.get("client_id") == CLIENT)
         t_sub = time.time()
@@ -92,10 +99,7 @@ def test_virtual_topic_subscription_is_seen_as_its_topic(tmp_path: Path):
     run = tmp_path / "run"
     got: list[bytes] = []
     with Environment.up(builtin_topology("pair-fleet"), run, witness=True) as env:
-        master = env.backend.master("pair")
-        urls = dict(zip([b.name for b in env.plan.members("pair")], env.mb_urls("mqtt", "pair"), strict=True))
-        observed = run / "brokers" / "observer.jsonl"
-        _wait_for(observed, lambda r: r["event"] == ev.GAP_END and r["broker"] == master)
+        master, urls, observed = _watched_master(env, run)
         c = _subscribe(urls[master])
         c.on_message = lambda _c, _u, m: got.append(m.payload)
         _wait_for(observed, lambda r: r["event"] == ev.CONSUMER_ADDED and r.get("client_id") == CLIENT)
