@@ -20,7 +20,6 @@ import os
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -127,34 +126,35 @@ def get_spark(
         builder = builder.master(master)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    with _jvm_output_to_file():
-        spark = builder.getOrCreate()
+    if not under_submit:
+        _launch_jvm({**conf, **({"spark.master": master} if master else {}), "spark.app.name": app})
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
-@contextlib.contextmanager
-def _jvm_output_to_file() -> Iterator[None]:
-    """Keep the JVM's start-up banners ("Using incubator modules", the log-level hint) out of the
-    user's terminal: the JVM started here inherits a stderr that is a log file (the JVM keeps it).
-    On a failed start the file's tail is shown."""
+def _launch_jvm(conf: dict[str, str]) -> None:
+    """Start the driver's JVM (unless one runs) with its output in a log file: its start-up
+    banners ("Using incubator modules", the log-level hint) stay out of the user's terminal. Only
+    the JVM's own stderr goes there: this process's stderr is never redirected (a warm-up thread
+    starting the JVM while the run reports an error would hide the error). On a failed start the
+    file's tail is shown."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
     log = Path(tempfile.gettempdir()) / f"bfh-spark-{os.getuid()}" / f"jvm-{os.getpid()}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    sys.stderr.flush()
-    saved = os.dup(2)
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 2)
-    try:
-        yield
-    except BaseException:
-        os.dup2(saved, 2)
-        sys.stderr.write(f"Spark did not start; its JVM's output ({log}):\n")
-        sys.stderr.write(log.read_text(errors="replace")[-3000:])
-        raise
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(fd)
+    spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
+    with log.open("ab") as out:
+        try:
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})
+        except BaseException:
+            sys.stderr.write(f"Spark did not start; its JVM's output ({log}):\n")
+            sys.stderr.write(log.read_text(errors="replace")[-3000:])
+            raise
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def _remote_url() -> str | None:

@@ -60,3 +60,30 @@ def test_start_imports_on_the_callers_thread() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+TICKS = """
+import sys, time
+from spark_analysis import warmup
+t = warmup.start(small=True)
+n = 0
+while t.is_alive() and n < 30000:
+    sys.stderr.write(f"tick {n}\\n"); sys.stderr.flush(); n += 1
+    time.sleep(0.01)
+t.join(300)
+print("ticks", n, warmup.last_error)
+"""
+
+
+def test_the_jvm_start_leaves_the_callers_stderr_alone() -> None:
+    """The warm-up starts the JVM on a thread while the run goes on: its banners go to a log file,
+    but what the run writes to stderr meanwhile reaches the terminal (an agent's launch error was
+    lost while the process's stderr pointed at the JVM's log)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BFH_SPARK_", "SPARK_CONNECT"))}
+    out = subprocess.run([sys.executable, "-c", TICKS], capture_output=True, text=True, timeout=400, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    n = int(out.stdout.split()[1])
+    assert n > 10, out.stdout  # the JVM took a while to start: the ticks ran during it
+    ticks = [ln for ln in out.stderr.splitlines() if ln.startswith("tick ")]
+    assert ticks == [f"tick {i}" for i in range(n)], out.stderr[-2000:]
+    assert "incubator" not in out.stderr and "log level" not in out.stderr, out.stderr[-2000:]
