@@ -36,6 +36,14 @@ FLEET_ATTEMPTS_PER_S = 250.0
 #: answered some late enough that paho dropped the link (the controller's too: every resend of
 #: its in-flight events was a duplicate at every member)
 FLEET_PINGS_PER_S = 200.0
+#: controller deliveries a second (rate x members) a fleet entry's default workload aims at: one
+#: pair-fleet pair on two cores carried ~1,000 a second to 1,000 members (docs/fleet.md); an
+#: entry's own 10 events a second to 1,000 members asked for 10,000 and never finished
+FLEET_DELIVERIES_PER_S = 1000.0
+#: the fewest controller events a scaled-down default keeps (issue 44's thousand: 100 events)
+FLEET_MIN_EVENTS = 100
+#: status events in all (members x status_count) a default workload aims at, one each at least
+FLEET_STATUS_EVENTS = 1000
 
 
 def member_name(group: str, i: int) -> str:
@@ -66,6 +74,21 @@ class FleetShape:
         cap = round(max(1.0, roles / (0.75 * FLEET_ATTEMPTS_PER_S)), 1)
         keepalive = max(2, round(roles / FLEET_PINGS_PER_S))
         return {"mb.backoff.cap": f"{cap:g}", "mb.keepalive": str(keepalive)}
+
+
+def fleet_workload(
+    members: int, count: int, rate: float, status: int, pinned: frozenset[str] = frozenset()
+) -> tuple[int, float, int]:
+    """An entry's (controller events, their rate, status events per member) at `members` agents
+    per group: the rate cut so the fan-out stays near FLEET_DELIVERIES_PER_S, the events cut in
+    proportion (never under FLEET_MIN_EVENTS), status events cut so the fan-in stays near
+    FLEET_STATUS_EVENTS. What the user set (`pinned`: count, rate, status_count) stays."""
+    new_rate = rate if "rate" in pinned else min(rate, FLEET_DELIVERIES_PER_S / members)
+    if "count" not in pinned and new_rate < rate:
+        count = max(min(count, FLEET_MIN_EVENTS), round(count * new_rate / rate))
+    if "status_count" not in pinned:
+        status = max(1, min(status, FLEET_STATUS_EVENTS // members))
+    return count, new_rate, status
 
 
 def fleet_factory(

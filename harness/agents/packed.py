@@ -30,7 +30,9 @@ PACK_MODULE = "agent_under_test.reference.packed"
 #: a probe's, each with paho's wake-up socket pair)
 PACK_CAP = 50
 PACK_ENV = "BFH_FLEET_PACK"
-PACK_BY_DEFAULT = False  # until the fleet tests passed packed on real brokers
+#: a fleet past this many members runs packed unless BFH_FLEET_PACK says otherwise: a member
+#: process costs ~36 MB (a thousand: 36 GB), a packed member ~1 MB (docs/fleet.md)
+PACK_FROM = 100
 
 
 def agent_module(command: str) -> str | None:
@@ -41,11 +43,11 @@ def agent_module(command: str) -> str | None:
 
 def pack_size(members: int, cores: int | None = None) -> int:
     """Members per process for a fleet of `members`: BFH_FLEET_PACK when set (0 or 1: a process
-    per member), else spread over the cores, at most PACK_CAP per process."""
+    per member), else past PACK_FROM members spread over the cores, at most PACK_CAP per process."""
     env = os.environ.get(PACK_ENV, "").strip()
     if env:
         return max(0, min(int(env), PACK_CAP))
-    if not PACK_BY_DEFAULT:
+    if members <= PACK_FROM:
         return 0
     cores = cores or os.cpu_count() or 1
     return max(1, min(PACK_CAP, math.ceil(members / cores)))

@@ -35,6 +35,8 @@ class Scenario:
     durable: bool = True
     seed: int = 1
     fleet: int = 0  # agents per group of a fleet entry (harness/agents/fleet.py); 0: not a fleet
+    #: the fields (and params) a user set (`with_changes`): a fleet's scaling leaves them as set
+    pinned: frozenset[str] = frozenset()
 
     @property
     def gates(self) -> list[str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.agents.fleet import FleetShape, fleet_factory
+from harness.agents.fleet import FleetShape, fleet_factory, fleet_workload
 from harness.agents.launch import AgentSpec, agent_factory, combine
 from harness.catalog.entries import (
     FLEET_PARAMS,
@@ -138,10 +138,8 @@ def _agents(
     }
     if sc.agents == "fleet":
         groups = pairs if sc.topology != "pair" and len(pairs) > 1 else [g]
-        status = int(sc.params.get("status_count", FleetShape.status_count))
-        shape = FleetShape(sc.fleet, controller_count=sc.count, controller_rate=sc.rate, status_count=status)
         fleet = fleet_factory(
-            groups, shape, protocol=proto, command=command, timeout_s=sc.timeout_s, qos=sc.qos
+            groups, fleet_shape(sc), protocol=proto, command=command, timeout_s=sc.timeout_s, qos=sc.qos
         )
         return fleet, {"group": g}
     if sc.agents == "hostile-first":
@@ -165,6 +163,13 @@ def _agents(
 
         return make, {"group": g}
     return agent_factory(**kw, command=command), {"group": g}
+
+
+def fleet_shape(sc: Scenario) -> FleetShape:
+    """A fleet entry's workload at its size (harness.agents.fleet.fleet_workload)."""
+    status = int(sc.params.get("status_count", FleetShape.status_count))
+    count, rate, status = fleet_workload(sc.fleet, sc.count, sc.rate, status, sc.pinned)
+    return FleetShape(sc.fleet, controller_count=count, controller_rate=rate, status_count=status)
 
 
 def as_fleet(sc: Scenario, size: int | None) -> Scenario:
@@ -273,8 +278,10 @@ def _gated(record: dict[str, Any], gate: str) -> dict[str, Any]:
 
 
 def with_changes(name: str, **changes: Any) -> Scenario:
-    """A catalog entry with some fields changed (a negative control's workload, say)."""
-    return replace(SCENARIOS[name], **changes)
+    """A catalog entry with some fields changed (a negative control's workload, say); a fleet's
+    scaling (harness.agents.fleet.fleet_workload) leaves them as set."""
+    pinned = frozenset(changes) | frozenset(changes.get("params") or ())
+    return replace(SCENARIOS[name], **changes, pinned=pinned)
 
 
 def names() -> list[str]:

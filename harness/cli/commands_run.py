@@ -65,7 +65,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_run_scenario(args: argparse.Namespace) -> int:
     """`bfh run NAME`: a catalog scenario (with --schedule: its agents under that schedule)."""
     from harness.agents.packed import PACK_ENV
-    from harness.catalog.scenarios import SCENARIOS, CatalogError, topology_named, with_changes
+    from harness.catalog.scenarios import (
+        SCENARIOS,
+        CatalogError,
+        as_fleet,
+        fleet_shape,
+        topology_named,
+        with_changes,
+    )
     from harness.catalog.scenarios import run as run_catalog
     from harness.faults.schedule import load_schedule
     from harness.report.html import headline
@@ -88,8 +95,16 @@ def cmd_run_scenario(args: argparse.Namespace) -> int:
         os.environ[PACK_ENV] = str(args.fleet_pack)  # read where the fleet is made (fleet_factory)
     if workload and args.scenario not in SCENARIOS:
         raise CatalogError(f"unknown scenario {args.scenario!r}; known: {', '.join(SCENARIOS)}")
+    entry = with_changes(args.scenario, **workload) if workload else args.scenario
+    if args.fleet and args.scenario in SCENARIOS:
+        shape = fleet_shape(as_fleet(SCENARIOS[entry] if isinstance(entry, str) else entry, args.fleet))
+        err.print(
+            f"fleet of {shape.size} a group: the controller's {shape.controller_count} events at "
+            f"{shape.controller_rate:g}/s, {shape.status_count} status event(s) a member "
+            "(--count, --rate, --fleet-status set them)"
+        )
     out = run_catalog(
-        with_changes(args.scenario, **workload) if workload else args.scenario,
+        entry,
         topology,
         seed=args.seed,
         agent_cmd=args.agent_cmd,

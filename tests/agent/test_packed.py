@@ -6,6 +6,7 @@ members is scenarios/test_fleet.py's."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
@@ -41,8 +42,8 @@ def test_only_the_harness_own_agents_pack() -> None:
 
 def test_pack_size(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BFH_FLEET_PACK", raising=False)
-    monkeypatch.setattr(packed, "PACK_BY_DEFAULT", True)
-    assert pack_size(20, cores=2) == 10
+    assert pack_size(20, cores=2) == 0  # small fleets: a process per member
+    assert pack_size(packed.PACK_FROM + 1, cores=4) == math.ceil((packed.PACK_FROM + 1) / 4)
     assert pack_size(1000, cores=2) == PACK_CAP
     monkeypatch.setenv("BFH_FLEET_PACK", "0")
     assert pack_size(1000, cores=2) == 0  # one process per member

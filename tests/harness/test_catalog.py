@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from harness.agents.fleet import FLEET_DELIVERIES_PER_S
 from harness.catalog import scenarios as catalog
 from harness.deploy.plan import make_plan
 from harness.verdict import DEFAULT_GATES
@@ -94,3 +95,22 @@ def test_agents_of_the_special_entries(tmp_path: Path) -> None:
         _env(tmp_path / "d", pair)
     )
     assert {s["qos"] for s in qos0.workload["subscriptions"]} == {0}
+
+
+def test_a_fleet_default_workload_scales_with_its_size() -> None:
+    """Issue 44: `--fleet 1000` with the entry's defaults is 100 events at 1/s and one status
+    event a member (10 events a second to 1,000 members never finished); a small fleet keeps the
+    entry's workload, and what the user set stays as set."""
+    entry = catalog.SCENARIOS["fleet-masterslave"]
+    small = catalog.fleet_shape(catalog.as_fleet(entry, 20))
+    assert (small.controller_count, small.controller_rate) == (entry.count, entry.rate)
+    assert small.status_count == 30
+    big = catalog.fleet_shape(catalog.as_fleet(entry, 1000))
+    assert (big.controller_count, big.controller_rate, big.status_count) == (100, 1.0, 1)
+    assert big.controller_rate * 1000 <= FLEET_DELIVERIES_PER_S
+    mid = catalog.fleet_shape(catalog.as_fleet(entry, 400))
+    assert (mid.controller_count, mid.controller_rate, mid.status_count) == (100, 2.5, 2)
+    pinned = catalog.with_changes("fleet-masterslave", rate=5.0, params={**entry.params, "status_count": 7})
+    kept = catalog.fleet_shape(catalog.as_fleet(pinned, 1000))
+    assert (kept.controller_rate, kept.status_count) == (5.0, 7)
+    assert kept.controller_count == entry.count  # the rate is the user's: the events are not cut

@@ -15,6 +15,11 @@ NOT_A_FLEET = "not a fleet run"
 # in its first 2 s (6.5 attempts per role per second with the success), lock-step retries 20.
 STORM_WINDOW_S = 2.0
 SUSTAINED_WINDOW_S = 20.0  # a storm's attempts over this long: lock-step retries stay dense
+#: the storm's rate bounds and the windows they are judged over
+STORM_RATES = (
+    ("storm_attempts_per_role_s", STORM_WINDOW_S),
+    ("storm_sustained_per_role_s", SUSTAINED_WINDOW_S),
+)
 
 
 def fleet_recovery(v: RunView) -> Check:
@@ -140,26 +145,11 @@ def reconnect_storm(v: RunView) -> Check:
         return not_applicable("reconnect_storm", "no broker fault: no storm to judge")
     roles = max(f.roles, 1)
     peak_1s, _ = f.peak_per_s(1.0)
-    bad: list[dict[str, Any]] = []
-    breaches: list[Breach | None] = []
-    rates = []
-    for name, span in (
-        ("storm_attempts_per_role_s", STORM_WINDOW_S),
-        ("storm_sustained_per_role_s", SUSTAINED_WINDOW_S),
-    ):
-        per_role = bound(v, name)
-        limit = per_role * roles
-        peak, at = f.peak_per_s(span)
-        rates.append((name, span, peak, per_role))
-        if peak > limit:  # the time its attempts would need to fit the bound: a rate
-            breaches.append(Breach(at - span, at + span, span * (peak / limit - 1), rate=True))
-            bad.append(
-                {
-                    "ts": rounded(at),
-                    "what": f"{peak:.0f} connection attempts/s over {span:g} s from {f.roles} "
-                    f"roles (bound {per_role:g} per role: {limit:.0f}/s)",
-                }
-            )
+    (peak, per_role, over), (sustained, sustained_bound, over_long) = (
+        _densest(v, f, name, span) for name, span in STORM_RATES
+    )
+    bad = [row for row, _ in (over, over_long) if row]
+    breaches: list[Breach | None] = [b for _, b in (over, over_long) if b]
     back_bound = bound(v, "storm_all_back_s")
     backs = []
     for w, took in f.all_back():
@@ -176,7 +166,6 @@ def reconnect_storm(v: RunView) -> Check:
                 }
             )
     source = "proxy + agents' refused attempts" if f.proxy_accepts else "agents' refused attempts only"
-    (_, _, peak, per_role), (_, _, sustained, sustained_bound) = rates
     detail = (
         f"peak {peak:.0f} attempts/s over {STORM_WINDOW_S:g} s ({peak / roles:.1f} per role, "
         f"bound {per_role:g}); over {SUSTAINED_WINDOW_S:g} s {sustained / roles:.2f} per role "
@@ -196,6 +185,25 @@ def reconnect_storm(v: RunView) -> Check:
     if out.ok:
         out.detail = detail
     return out
+
+
+def _densest(
+    v: RunView, f: FleetView, name: str, span: float
+) -> tuple[float, float, tuple[dict[str, Any] | None, Breach | None]]:
+    """The fleet's densest `span` s of attempts against the per-role bound `name`: (attempts/s,
+    the bound, and when over it the bad row and its breach: the time its attempts would need to
+    fit the bound)."""
+    per_role = bound(v, name)
+    limit = per_role * max(f.roles, 1)
+    peak, at = f.peak_per_s(span)
+    if peak <= limit:
+        return peak, per_role, (None, None)
+    what = (
+        f"{peak:.0f} connection attempts/s over {span:g} s from {f.roles} roles "
+        f"(bound {per_role:g} per role: {limit:.0f}/s)"
+    )
+    breach = Breach(at - span, at + span, span * (peak / limit - 1), rate=True)
+    return peak, per_role, ({"ts": rounded(at), "what": what}, breach)
 
 
 def fairness(v: RunView) -> Check:
