@@ -52,7 +52,10 @@ RUN_GATE_HELP = (
 )
 
 
-FLEET_HELP = "N agents per group (a fleet: docs/fleet.md)"
+FLEET_HELP = (
+    "N agents per group (a fleet: docs/fleet.md); a large fleet's default events, rate and status "
+    "events are scaled down to what one pair carries"
+)
 
 
 ROUNDS_HELP = "run N times, the seed +1 each round; failures of N and the 95%% upper bound (docs/verdict.md)"
@@ -142,14 +145,16 @@ def _add_runs(add: Add, sub: Any) -> None:
         "--fleet-status",
         type=positive(int),
         default=None,
-        help="status events each fleet member publishes (default 30; docs/fleet.md)",
+        help="status events each fleet member publishes (default 30, fewer past 33 members: about "
+        "1,000 in all; docs/fleet.md)",
     )
     r.add_argument(
         "--fleet-pack",
         type=int,
         default=None,
         help="fleet members per process for the harness's own agent (0: one process each; "
-        "default: spread over the cores, at most 50; docs/fleet.md)",
+        "default: one process each up to 100 members, past that spread over the cores, at most 50; "
+        "docs/fleet.md)",
     )
     r.add_argument("--rounds", type=positive(int), default=1, help=ROUNDS_HELP)
     _scorecard_args(r)
