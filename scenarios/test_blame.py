@@ -85,7 +85,15 @@ def test_never_resubscribes_losses_blamed_on_agent(reports_root, backend_kind, s
     blame = res.summary["blame"]["lost"]
     lost = res.summary["deliveries"]["lost"]
     assert lost > 0, f"nothing lost: {res.run_dir}"
-    assert blame["agent"] == lost, f"lost {lost}, blamed {blame}: {res.run_dir}"
+    # a loss acknowledged while the observer was away from the member the agent was subscribed on
+    # (its reconnect after the thaw, slower on a loaded machine) stays unknown, with that gap as
+    # its evidence: honest, not a wrong blame (a fresh-clone CI, docs/flakes.md)
+    gaps = [r for r in blame_rows(res.run_dir) if r["blame"] == "unknown" and r["status"] == "lost"]
+    assert all(any("observer gap" in e for e in r["evidence"]) for r in gaps), gaps
+    assert blame["broker"] == blame["fault"] == 0 and blame["agent"] > len(gaps), (
+        f"blamed {blame}: {res.run_dir}"
+    )
+    assert blame["agent"] + len(gaps) == lost, f"lost {lost}, blamed {blame}: {res.run_dir}"
     agent_gate = judge(res.run_dir, gate="agent")
     assert "at_least_once" in agent_gate.broken, agent_gate.message()
 
