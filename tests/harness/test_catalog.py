@@ -98,7 +98,7 @@ def test_agents_of_the_special_entries(tmp_path: Path) -> None:
 
 
 def test_a_fleet_default_workload_scales_with_its_size() -> None:
-    """Issue 44: `--fleet 1000` with the entry's defaults is 100 events at 1/s and one status
+    """Issue 44: `--fleet 1000` with the entry's defaults is 100 events at 0.5/s and one status
     event a member (10 events a second to 1,000 members never finished); a small fleet keeps the
     entry's workload, and what the user set stays as set."""
     entry = catalog.SCENARIOS["fleet-masterslave"]
@@ -106,10 +106,10 @@ def test_a_fleet_default_workload_scales_with_its_size() -> None:
     assert (small.controller_count, small.controller_rate) == (entry.count, entry.rate)
     assert small.status_count == 30
     big = catalog.fleet_shape(catalog.as_fleet(entry, 1000))
-    assert (big.controller_count, big.controller_rate, big.status_count) == (100, 1.0, 1)
+    assert (big.controller_count, big.controller_rate, big.status_count) == (100, 0.5, 1)
     assert big.controller_rate * 1000 <= FLEET_DELIVERIES_PER_S
-    mid = catalog.fleet_shape(catalog.as_fleet(entry, 400))
-    assert (mid.controller_count, mid.controller_rate, mid.status_count) == (100, 2.5, 2)
+    mid = catalog.fleet_shape(catalog.as_fleet(entry, 200))
+    assert (mid.controller_count, mid.controller_rate, mid.status_count) == (100, 2.5, 5)
     pinned = catalog.with_changes("fleet-masterslave", rate=5.0, params={**entry.params, "status_count": 7})
     kept = catalog.fleet_shape(catalog.as_fleet(pinned, 1000))
     assert (kept.controller_rate, kept.status_count) == (5.0, 7)
