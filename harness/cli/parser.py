@@ -54,7 +54,7 @@ RUN_GATE_HELP = (
 
 FLEET_HELP = (
     "N agents per group (a fleet: docs/fleet.md); a large fleet's default events, rate and status "
-    "events are scaled down to what one pair carries"
+    "events are scaled down to about half of what one pair carries"
 )
 
 
