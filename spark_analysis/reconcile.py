@@ -46,7 +46,7 @@ from spark_analysis.session import master_of  # noqa: E402
 from spark_analysis.summary import assemble  # noqa: E402
 from spark_analysis.widepairs import classify_wide, wide_enough  # noqa: E402
 
-__all__ = ["InputError", "main", "reconcile", "run_dirs"]
+__all__ = ["InputError", "job_conf", "main", "reconcile", "run_dirs"]
 
 
 def _shuffle_partitions(sources: list[RunSources]) -> int:
@@ -62,7 +62,7 @@ def _shuffle_partitions(sources: list[RunSources]) -> int:
 
 
 #: the job's session settings (restored afterwards: the session may be shared)
-def _job_conf(partitions: int) -> dict[str, str]:
+def job_conf(partitions: int) -> dict[str, str]:
     return {
         "spark.sql.shuffle.partitions": str(partitions),
         # the staged buckets are sorted by msg_id: aggregate them as a stream, no hash map
@@ -105,7 +105,7 @@ def run_job(
     )
     tick("stage")
     partitions = _shuffle_partitions(sources)
-    conf = _job_conf(partitions)
+    conf = job_conf(partitions)
     previous = {k: spark.conf.get(k, None) for k in conf}
     for k, v in conf.items():
         spark.conf.set(k, v)
