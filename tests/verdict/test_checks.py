@@ -189,6 +189,31 @@ def test_publish_latency_counts_only_healthy_time():
     assert publish_latency(view(slow, [Window("f1", "kill", "pair-1", 3.0, 5.0)])).ok
 
 
+@pytest.mark.parametrize(
+    ("receipt", "said"),
+    [
+        (None, None),
+        (2.1, "within the bound, so the acks came back late"),
+        (8.5, "late too (a backlog at the broker, or a late send"),
+    ],
+)
+def test_publish_latency_says_whether_the_late_messages_were_received_late(receipt, said):
+    """The detail puts the acks' lateness beside the receipts': a late receipt puts the delay before
+    the broker's dispatch, a prompt one on the ack's way back (docs/fleet.md, at 1/s)."""
+    got = [r(receipt, "received", msg_id="m2", subscription="t/#", broker=A)] if receipt else []
+    slow = sorted(
+        [*HEALTHY, r(2.0, "send_attempt", msg_id="m2", broker=A), *got, r(9.0, "sent", msg_id="m2")],
+        key=lambda x: x["ts"],
+    )
+    c = publish_latency(view(slow))
+    assert c.status == "fail" and c.count == 1
+    if said is None:
+        assert c.detail == "slow publishes on a serving broker"
+    else:
+        assert said in c.detail and "1 of them received" in c.detail, c.detail
+        assert f"median {receipt - 2.0:.1f} s after the first attempt against 7.0 s for the ack" in c.detail
+
+
 def test_vacuous_runs_fail():
     assert non_vacuous(view([], totals={"attempted": 0, "acknowledged": 0})).status == "fail"
     quiet = Window("f1", "kill", "pair-1", 100.0, 101.0)

@@ -111,9 +111,43 @@ def publish_latency(v: RunView) -> Check:
                 )
     if not judged:
         return not_applicable("publish_latency", "no publish away from fault windows")
-    out = verdict_of("publish_latency", bad, "slow publishes on a serving broker")
+    late = {str(e["msg_id"]): e["ts"] for e in bad}  # msg_id -> its ack
+    detail = "slow publishes on a serving broker" + _receipts_lag(v, late, limit)
+    out = verdict_of("publish_latency", bad, detail)
     out.breaches = breaches
     return measured(
         out,
         {"publish_latency_p50_s": [nearest_rank(lat, 50)], "publish_latency_p95_s": [nearest_rank(lat, 95)]},
+    )
+
+
+def _receipts_lag(v: RunView, acks: dict[str, float], limit: float) -> str:
+    """How late the subscribers got the late publishes, beside how late they were acknowledged: a
+    receipt past the bound too puts the delay before the broker's dispatch (its backlog, or a
+    publisher that sent late: the logs cannot tell which); one within it, on the ack's way back."""
+    firsts: dict[str, float] = {}
+    receipts: dict[str, float] = {}
+    for recs in v.records.values():
+        for r in recs:
+            m = str(r.get("msg_id"))
+            if m not in acks:
+                continue
+            if r.get("event") == "send_attempt":
+                firsts[m] = min(firsts.get(m, r["ts"]), r["ts"])
+            elif r.get("event") == "received":
+                receipts[m] = min(receipts.get(m, r["ts"]), r["ts"])
+    got = [m for m in receipts if m in firsts]
+    if not got:
+        return ""
+    received = nearest_rank([receipts[m] - firsts[m] for m in got], 50)
+    acked = nearest_rank([acks[m] - firsts[m] for m in got], 50)
+    where = (
+        "the messages reached the subscribers late too (a backlog at the broker, or a late send: the "
+        "logs cannot tell which)"
+        if received > limit
+        else "the messages reached the subscribers within the bound, so the acks came back late"
+    )
+    return (
+        f"; {len(got)} of them received, the first receipt a median {received:.1f} s after the first "
+        f"attempt against {acked:.1f} s for the ack: {where}"
     )
