@@ -125,6 +125,8 @@ def _receipts_lag(v: RunView, acks: dict[str, float], limit: float) -> str:
     """How late the subscribers got the late publishes, beside how late they were acknowledged: a
     receipt past the bound too puts the delay before the broker's dispatch (its backlog, or a
     publisher that sent late: the logs cannot tell which); one within it, on the ack's way back."""
+    if not acks:
+        return ""
     firsts: dict[str, float] = {}
     receipts: dict[str, float] = {}
     for recs in v.records.values():
