@@ -92,6 +92,7 @@ def publish_latency(v: RunView) -> Check:
     bad, judged = [], False
     breaches: list[Breach | None] = []
     lat: list[float] = []
+    late: dict[str, tuple[float, float]] = {}  # msg_id -> (first attempt, ack)
     for recs in v.records.values():
         firsts = first_attempts(recs)
         for r in recs:
@@ -104,6 +105,7 @@ def publish_latency(v: RunView) -> Check:
             lat.append(r["ts"] - t0)
             if r["ts"] - t0 > limit:
                 breaches.append(Breach(t0, r["ts"], r["ts"] - t0 - limit))
+                late[str(r["msg_id"])] = (t0, r["ts"])
                 bad.append(
                     evidence(
                         v, r, f"acknowledged {r['ts'] - t0:.1f} s after its first attempt (bound {limit:g} s)"
@@ -111,7 +113,6 @@ def publish_latency(v: RunView) -> Check:
                 )
     if not judged:
         return not_applicable("publish_latency", "no publish away from fault windows")
-    late = {str(e["msg_id"]): e["ts"] for e in bad}  # msg_id -> its ack
     detail = "slow publishes on a serving broker" + _receipts_lag(v, late, limit)
     out = verdict_of("publish_latency", bad, detail)
     out.breaches = breaches
@@ -121,28 +122,22 @@ def publish_latency(v: RunView) -> Check:
     )
 
 
-def _receipts_lag(v: RunView, acks: dict[str, float], limit: float) -> str:
+def _receipts_lag(v: RunView, late: dict[str, tuple[float, float]], limit: float) -> str:
     """How late the subscribers got the late publishes, beside how late they were acknowledged: a
     receipt past the bound too puts the delay before the broker's dispatch (its backlog, or a
     publisher that sent late: the logs cannot tell which); one within it, on the ack's way back."""
-    if not acks:
+    if not late:
         return ""
-    firsts: dict[str, float] = {}
     receipts: dict[str, float] = {}
     for recs in v.records.values():
         for r in recs:
             m = str(r.get("msg_id"))
-            if m not in acks:
-                continue
-            if r.get("event") == "send_attempt":
-                firsts[m] = min(firsts.get(m, r["ts"]), r["ts"])
-            elif r.get("event") == "received":
+            if r.get("event") == "received" and m in late:
                 receipts[m] = min(receipts.get(m, r["ts"]), r["ts"])
-    got = [m for m in receipts if m in firsts]
-    if not got:
+    if not receipts:
         return ""
-    received = nearest_rank([receipts[m] - firsts[m] for m in got], 50)
-    acked = nearest_rank([acks[m] - firsts[m] for m in got], 50)
+    received = nearest_rank([t - late[m][0] for m, t in receipts.items()], 50)
+    acked = nearest_rank([late[m][1] - late[m][0] for m in receipts], 50)
     where = (
         "the messages reached the subscribers late too (a backlog at the broker, or a late send: the "
         "logs cannot tell which)"
@@ -150,6 +145,6 @@ def _receipts_lag(v: RunView, acks: dict[str, float], limit: float) -> str:
         else "the messages reached the subscribers within the bound, so the acks came back late"
     )
     return (
-        f"; {len(got)} of them received, the first receipt a median {received:.1f} s after the first "
+        f"; {len(receipts)} of them received, the first receipt a median {received:.1f} s after the first "
         f"attempt against {acked:.1f} s for the ack: {where}"
     )
