@@ -24,6 +24,9 @@ DEFECTS: dict[str, str] = {
     "gives_up_first_pass": "the publisher gives up after its first failed pass over mb.urls",
     "subscribed_on_send": "logs `subscribed` as it sends SUBSCRIBE (with CONNECT), before any answer",
     "lockstep_retry": "retries on every 0.1 s clock tick, no backoff or jitter: a fleet storms in lock-step",
+    "swallows_messages": "its receive handler drops one message in eleven unlogged; the client still acks it",
+    "silent_listener_death": "the first subscription's listener dies silently after ten messages, never back",
+    "claims_durable": "logs `durable: true` and connects with clean sessions: nothing kept while away",
     "combined": "QoS 0, clean sessions, timeout x1000, no connect timeout, slow liveness, early subscribed",
 }
 

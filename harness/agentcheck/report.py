@@ -59,7 +59,7 @@ def _behaviour_table(findings: list[Finding]) -> Table:
 
 
 def print_report(result: CheckResult, console: Console | None = None) -> None:
-    c = console or Console()
+    c = console or Console(emoji=False)
     c.print(f"[bold]bfh agent check[/] {result.command}", highlight=False, soft_wrap=True)
     if result.run_dir:
         c.print(f"run folder: {result.run_dir}", highlight=False, soft_wrap=True)

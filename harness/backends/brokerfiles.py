@@ -13,6 +13,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+from harness.account import plugin as account_plugin
 from harness.backends.base import BackendError
 from harness.backends.sockdiag import listening_tcp_ports
 from harness.deploy.brokerconf import needs_tls, render_broker
@@ -173,11 +174,29 @@ def prepare_broker(plan: Plan, b: BrokerPlan) -> None:
         src, dst = JAVA_LIBS / j, b.base_dir / "lib" / j
         if src.exists() and not dst.exists():
             dst.symlink_to(src)
-    for fname, text in render_broker(plan, b).items():
+    files = render_broker(plan, b)
+    files["activemq.xml"] = _with_account(b, files["activemq.xml"])
+    for fname, text in files.items():
         path = b.conf_dir / fname
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+
+
+def _with_account(b: BrokerPlan, xml: str) -> str:
+    """The config with the broker's account plugin (harness/account), or as it was, the reason
+    written beside the member's account file: its records are then a gap, never an empty account."""
+    why_file = b.base_dir / account_plugin.UNAVAILABLE_FILE
+    why_file.unlink(missing_ok=True)
+    if not account_plugin.enabled():
+        why_file.write_text(f"{account_plugin.DISABLED}=0\n")
+        return xml
+    try:
+        account_plugin.install(b.base_dir / "lib")
+        return account_plugin.inject(xml)
+    except (account_plugin.AccountUnavailable, OSError, subprocess.SubprocessError) as e:
+        why_file.write_text(f"{e}\n")
+        return xml
 
 
 # -- broker logs ---------------------------------------------------------------------------------

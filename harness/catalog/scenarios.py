@@ -333,7 +333,7 @@ def validate(
 
     from harness.report.html import headline, render_index
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, emoji=False)
     for n in scenarios:  # fail before anything starts
         build(n, topology, seed, agent_cmd, fleet)
     rows: list[dict[str, Any]] = []

@@ -182,7 +182,7 @@ def _print_matrix(m: dict[str, Any]) -> None:
         colour = {True: "green", False: "red"}
         t.add_row(r["key"], *(f"[{colour.get(c['ok'], 'dim')}]{escape(c['text'])}[/]" for c in cells))
     width = max(len(r["key"]) for r in m["rows"]) + 14 * (len(cols) + 1) + 4
-    Console(width=max(width, Console().width), emoji=False).print(t)  # a cell per path: wide
+    Console(width=max(width, Console(emoji=False).width), emoji=False).print(t)  # a cell per path: wide
     for p in cols:  # the families each path carries (a cell lists those that failed)
         fams = [f["family"] for f in p.get("families", []) if f["must"] != "none" and f["family"]]
         if fams:
@@ -244,7 +244,7 @@ def _validate_scenarios(args: argparse.Namespace, topology: Any) -> int:
                 rec,
                 r["report"],
             )
-        Console().print(t)
+        Console(emoji=False).print(t)
         for r in v.rows:
             for reason in r["reasons"]:
                 err.print(f"[red]{escape(r['name'])}:[/] {escape(str(reason))}", soft_wrap=True)

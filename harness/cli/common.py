@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-err = Console(stderr=True)
+err = Console(stderr=True, emoji=False)
 
 
 def note(args: argparse.Namespace, name: str, verdict: str, run_dir: Any, message: str) -> None:

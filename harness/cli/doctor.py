@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             status = "[yellow]missing (optional)[/]"
         t.add_row(c.feature, c.what, status, c.detail)
-    console = Console()
+    console = Console(emoji=False)
     console.print(t)
     if code:
         console.print("[red]missing[/] items block the features asked; Debian packages: docs/install.md")

@@ -57,6 +57,8 @@ EVIDENCE = (
     "broker-usage.jsonl",
     "agents/*/messages.jsonl",
     "brokers/events.jsonl",
+    "brokers/account.jsonl",
+    "brokers/account-gaps.json",
     "brokers/*/broker.log",
     SUMMARY,
     PARQUET,

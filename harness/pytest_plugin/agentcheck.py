@@ -32,7 +32,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         tr.write_line("bfh agent check: a healthy pair, a kill -9 of the master, a link cut (about a minute)")
     result = check_agent(s.agent_check, reports=Path(s.reports), protocol=s.agent_protocol or "mqtt")
     buf = io.StringIO()
-    print_report(result, Console(file=buf, width=tr._tw.fullwidth if tr is not None else 120))
+    print_report(result, Console(file=buf, width=tr._tw.fullwidth if tr is not None else 120, emoji=False))
     if tr is not None:
         tr.write(buf.getvalue())
     config.stash[_RESULT] = result.exit_code

@@ -80,7 +80,7 @@ def table(results: list[dict[str, Any]], cols: tuple[str, ...]) -> str:
         t.add_column(col)
     for r in results:  # escaped: "test_scenario[masterslave]" is not rich markup
         t.add_row(*(escape(str(r.get(c, ""))) for c in cols))
-    console = Console(file=io.StringIO(), width=220, force_terminal=False)
+    console = Console(file=io.StringIO(), width=220, force_terminal=False, emoji=False)
     console.print(t)
     return console.file.getvalue()  # type: ignore[attr-defined]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 DELIVERY_ORDER = (
@@ -42,10 +43,11 @@ def summary_table(summary: dict[str, Any]) -> Table:
 
 
 def print_summary(summary: dict[str, Any], console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or Console(emoji=False)
     console.print(summary_table(summary))
     for c in summary.get("checks", []) or []:
         if c.get("status") == "fail":
             tag = "broken" if c.get("gated") else "reported"
             e = (c.get("evidence") or [{}])[0].get("what", "")
-            console.print(f"[red]{tag}[/] {c['promise']}: {c['count']} — {c.get('detail', '')}; e.g. {e}")
+            what = escape(f"{c['promise']}: {c['count']} — {c.get('detail', '')}; e.g. {e}")
+            console.print(f"[red]{tag}[/] {what}", emoji=False)  # evidence holds `[account ...]`, `:-1:`

@@ -21,7 +21,7 @@ from typing import Any
 
 from harness import __version__, procs
 from harness.backends import Backend, SupportsFaultProxy, SupportsProxyMirror, client_host, make_backend
-from harness.contracts import runrecord
+from harness.contracts import brokeraccount, runrecord
 from harness.contracts.faultlog import FaultLog
 from harness.deploy.plan import Plan, make_plan
 from harness.faultproxy.client import ToxiproxyClient
@@ -44,11 +44,13 @@ def new_run_dir(root: Path = REPORTS, label: str = "run") -> tuple[str, Path]:
 
 
 def _collect_witness(run_dir: Path) -> None:
-    """brokers/events.jsonl from the observer and the broker logs; never fails a teardown."""
-    try:
-        collect_witness(run_dir)
-    except Exception as e:  # bookkeeping only
-        logging.getLogger(__name__).warning("broker events not collected: %s", e)
+    """brokers/events.jsonl from the observer and the broker logs, brokers/account.jsonl from the
+    members' accounts; never fails a teardown."""
+    for what, collect in (("broker events", collect_witness), ("the broker account", brokeraccount.collect)):
+        try:
+            collect(run_dir)
+        except Exception as e:  # bookkeeping only: a missing account is a gap the judge names
+            logging.getLogger(__name__).warning("%s not collected: %s", what, e)
 
 
 def _versions() -> dict[str, str]:

@@ -29,7 +29,7 @@ from harness.topology import Topology
 from harness.verdict import Verdict
 from spark_analysis.policy import Policy
 
-console = Console(stderr=True)
+console = Console(stderr=True, emoji=False)
 AgentFactory = Callable[[Environment], list[AgentSpec]]
 # At-least-once allows duplicates (a broker redelivers what was in flight across a failover):
 # reported, not limited; resending what the broker acknowledged is its own promise.

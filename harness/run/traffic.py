@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from harness import procs
 from harness.agents.launch import AgentProcess
 
-console = Console(stderr=True)
+console = Console(stderr=True, emoji=False)
 
 
 def total(agent: AgentProcess) -> int:

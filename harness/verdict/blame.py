@@ -1,5 +1,11 @@
 """Whose fault each lost, missed and duplicated delivery is: `agent`, `broker`, `fault` or `unknown`.
 
+A run folder with the broker's account (brokers/account.jsonl, harness/account) is blamed from it
+(`_from_account`): every line cites the broker's records, a race is named only from the mechanism
+the account shows, and a gap in the account makes the row `unknown`. The rules below are the older
+inference from the agent's log and the advisory witness, kept for folders made before the account
+(their rows say so: `source` = "inferred").
+
 - `fault`: acknowledged inside a black-hole / partition window and delivered to no subscription;
 - `broker`: the agent held a granted subscription on a member that was up, and the message was
   acknowledged yet not delivered (with a consumer there, or without one; either way with the
@@ -27,7 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.account.journey import Account
 from harness.faults.kinds import logged_names
+from harness.verdict import fromaccount
 from harness.verdict import resubscribed as resub
 from harness.verdict.checks.witness import Life, lives, sub_ids
 from harness.verdict.view import RunView
@@ -50,6 +58,9 @@ class Blamed:
     blame: str
     ts: float | None
     evidence: list[str] = field(default_factory=list)
+    race: str | None = None  # the broker race the account shows the mechanism of (races.KNOWN)
+    hop: str | None = None  # where the account says the delivery ended (harness/account/journey.py)
+    source: str = "inferred"  # "account": blamed from the broker's account
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "ts": round(self.ts, 3) if self.ts else None}
@@ -82,12 +93,48 @@ def assign(v: RunView) -> list[Blamed]:
     rows, delivered = anomalous_rows(v.run_dir)
     if not rows:
         return []
+    acc = account_of(v, {str(r["msg_id"]) for r in rows})
+    if acc is not None:
+        sends = _sends(v)
+        return [_from_account(v, acc, r, sends.get(str(r["msg_id"]), [])) for r in rows]
+    return _inferred(v, rows, delivered)
+
+
+def _sends(v: RunView) -> dict[str, list[dict[str, Any]]]:
+    """msg_id -> the publisher's `sent` and `send_attempt` records of it."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in v.events("sent") + v.events("send_attempt"):
+        out.setdefault(str(r.get("msg_id")), []).append(r)
+    return out
+
+
+def _from_account(v: RunView, acc: Account, r: dict[str, Any], sends: list[dict[str, Any]]) -> Blamed:
+    status = str(r["status"])
+    t = r.get("ack_ts") or r.get("first_attempt_ts")
+    key = (str(r.get("subscriber")), str(r.get("subscription")))
+    race: str | None = None
+    if status == "duplicated":
+        acked = [s["ts"] for s in sends if s.get("event") == "sent"]
+        again = len(acked) > 1 or any(
+            s.get("event") == "send_attempt" and acked and s["ts"] > min(acked) for s in sends
+        )
+        blame, h = fromaccount.duplicate(v, acc, r, _qos(v, key), again)
+    else:
+        blame, race, h = fromaccount.missing(v, acc, r)
+    return Blamed(str(r["msg_id"]), key[0], key[1], status, blame, t, h.lines, race, h.hop, "account")
+
+
+def account_of(v: RunView, msg_ids: set[str] | None) -> Account | None:
+    """The run's broker account with the records of `msg_ids` (None: a folder without one)."""
+    groups = {str(b): str(info.get("group")) for b, info in (v.run.get("brokers") or {}).items()}
+    return Account.load(v.run_dir, groups, msg_ids)
+
+
+def _inferred(v: RunView, rows: list[dict[str, Any]], delivered: set[str]) -> list[Blamed]:
     by_sub: dict[tuple[str, str], list[Life]] = {}
     for life in lives(v):
         by_sub.setdefault((life.agent, life.topic), []).append(life)
-    sends: dict[str, list[dict[str, Any]]] = {}
-    for r in v.events("sent") + v.events("send_attempt"):
-        sends.setdefault(str(r.get("msg_id")), []).append(r)
+    sends = _sends(v)
     out = []
     for r in rows:
         status = str(r["status"])
@@ -287,6 +334,9 @@ def write(v: RunView, rows: list[Blamed]) -> Path:
             ("blame", pa.string()),
             ("ts", pa.float64()),
             ("evidence", pa.list_(pa.string())),
+            ("race", pa.string()),
+            ("hop", pa.string()),
+            ("source", pa.string()),
         ]
     )
     run = str(v.run.get("run") or v.summary.get("run") or v.run_dir.name)

@@ -123,8 +123,18 @@ def run_gate(gate: str | None) -> str:
 
 
 def race_of(evidence: Iterable[str]) -> Race:
+    """The race an inferred row's evidence names (folders without the broker's account only)."""
     lines = list(evidence)
     return next((r for r in KNOWN if r.named_by(lines)), UNNAMED)
+
+
+def race_for(b: BlamedRow) -> Race:
+    """A row's race: from the broker's account, the one whose mechanism it shows (`race`, set by
+    harness/verdict/fromaccount.py), never read from text; an inferred row's, from its evidence."""
+    if getattr(b, "source", "inferred") == "account":
+        name = getattr(b, "race", None)
+        return next((r for r in KNOWN if r.name == name), UNNAMED)
+    return race_of(b.evidence)
 
 
 def findings(rows: Iterable[BlamedRow]) -> list[dict[str, Any]]:
@@ -133,7 +143,7 @@ def findings(rows: Iterable[BlamedRow]) -> list[dict[str, Any]]:
     for b in rows:
         if b.blame != "broker" or b.status not in LOSSES:
             continue
-        race = race_of(b.evidence)
+        race = race_for(b)
         f = out.setdefault(
             race.name,
             {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.verdict import fromaccount
 from harness.verdict.checks.base import HEALS, Check, measured, rounded, verdict_of
 from harness.verdict.checks.limits import anomalies
 from harness.verdict.checks.serving import never_connected
@@ -55,13 +56,16 @@ def integrity(v: RunView) -> Check:
 
 
 def no_downgrade(v: RunView) -> Check:
+    """What the agent logged below the workload's QoS (the reconciliation's `downgraded`), and
+    subscriptions the broker's account shows were not durable though the workload asks it."""
     items = _policy_items(v, ("downgraded",))
-    if not items:
-        return Check("no_downgrade")
     ev = [{"what": str(x)} for it in items for x in it.get("examples") or []]
-    return Check(
-        "no_downgrade", "fail", sum(int(it["count"]) for it in items), ev, None, ev[0]["what"] if ev else ""
-    )
+    broker = fromaccount.not_durable(v)
+    count = sum(int(it["count"]) for it in items) + len(broker)
+    if not count:
+        return Check("no_downgrade")
+    ev = broker + ev
+    return Check("no_downgrade", "fail", count, ev, None, ev[0]["what"] if ev else "")
 
 
 def policy(v: RunView) -> Check:

@@ -1,0 +1,190 @@
+"""Blame from the broker's account: each anomalous delivery's hop (harness/account/journey.py)
+mapped to whose it is, every line citing broker records (docs/verdict.md, "Blame").
+
+- `agent`: the broker dispatched it to the agent's consumer and the client acked it (the agent
+  never logged it); the broker removed the agent's connection with a delivery in flight and the
+  agent logged no loss; no durable subscription of the agent's client id held it (never subscribed,
+  not durable at the broker whatever the agent's log says, deleted by a clean session, or never
+  back for what was kept); the agent's publisher logged `sent` for what no broker received; the
+  agent logged more receipts than the broker dispatched.
+- `broker`: a consumer of the agent's client id was attached and the broker never dispatched it;
+  the durable subscription came back and the kept (or in-flight) message never came; it was never
+  forwarded toward the subscriber's group.
+- `fault`: never forwarded while a cut fault covered the bridge's brokers or links.
+- `unknown`: the account has a gap there.
+A race is named only from its mechanism in the account (races.KNOWN).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.account.journey import Account, Hop, rec_line
+from harness.faults.kinds import logged_names
+from harness.verdict import resubscribed as resub
+from harness.verdict.view import RunView
+
+CUT_FAULTS = logged_names("cuts")
+STEAL_BEFORE_S = 30.0  # a link stolen this long before the arrival can leave the consumer idle
+
+
+def client_ids(v: RunView, agent: str, topic: str) -> set[str]:
+    """The subscription's client ids: the contract's (`<prefix>-<run>-<agent>-s<index>`) and any
+    the agent's own records for the role name (`client_id`)."""
+    out = {c for c in [resub.client_id(v, agent, topic)] if c}
+    role = f"subscriber:{topic}"
+    for r in v.records.get(agent, []):
+        if r.get("client_id") and (r.get("role") == role or r.get("topic") == topic):
+            out.add(str(r["client_id"]))
+    return out
+
+
+def account(v: RunView) -> Account | None:
+    """The run's account of consumers and connections (no message records), read once per view."""
+    if "_account_consumers" not in v.__dict__:
+        groups = {str(b): str(info.get("group")) for b, info in (v.run.get("brokers") or {}).items()}
+        v.__dict__["_account_consumers"] = Account.load(v.run_dir, groups, set())
+    got: Account | None = v.__dict__["_account_consumers"]
+    return got
+
+
+def not_durable(v: RunView) -> list[dict[str, Any]]:
+    """Subscriptions the workload asks durable (QoS >= 1) whose consumers at the broker were not
+    durable: the broker's subscription decides, not the agent's `durable` field."""
+    acc = account(v)
+    if acc is None:
+        return []
+    out = []
+    for agent, a in v.agents.items():
+        for s in (a.get("workload") or {}).get("subscriptions") or []:
+            if not isinstance(s, dict) or not s.get("durable", True) or int(s.get("qos", 1) or 0) < 1:
+                continue
+            topic = str(s.get("topic"))
+            for cid in sorted(client_ids(v, agent, topic)):
+                clean = [c for c in acc.by_client.get(cid, []) if not c.durable]
+                if clean:
+                    what = (
+                        f"{agent} {topic}: the workload asks a durable subscription; the broker's "
+                        f"{len(clean)} consumer(s) of {cid} had none, e.g. {clean[0].line()}"
+                    )
+                    out.append({"agent": agent, "ts": round(clean[0].added, 3), "what": what})
+    return out
+
+
+def missing(v: RunView, acc: Account, r: dict[str, Any]) -> tuple[str, str | None, Hop]:
+    """(blame, race, hop) of a lost or missed delivery."""
+    agent, topic, msg_id = str(r.get("subscriber")), str(r.get("subscription")), str(r["msg_id"])
+    ids = client_ids(v, agent, topic)
+    if not ids:
+        return (
+            "unknown",
+            None,
+            Hop("gap", [f"{agent} has no client id for {topic} (its workload does not list it)"]),
+        )
+    h = acc.hop(msg_id, ids)
+    if h.hop == "gap":
+        return "unknown", None, h
+    if h.hop == "never_arrived":
+        h.lines.append(f"{agent}'s publisher logged it sent; the broker never received it")
+        return "agent", None, h
+    if h.hop == "acked":
+        h.lines.append(f"the client acked it; {agent} never logged it received")
+        return "agent", None, h
+    if h.hop == "not_acked":
+        return _in_flight(v, acc, h, agent, topic, ids)
+    if h.hop == "not_forwarded":
+        cut = _cut(v, h.facts.get("arrived"), bridge=True)
+        if cut:
+            h.lines.append(f"inside {cut}")
+            return "fault", None, h
+        return "broker", ("bridge-demand" if "demand_after" in h.facts else None), h
+    # not_dispatched
+    f = h.facts
+    if f.get("no_consumer_ever"):
+        h.lines.append(f"{agent} never had a consumer of its client id at any broker")
+        return "agent", None, h
+    if f.get("attached"):
+        race = "durable-reactivation" if "reactivated" in f else None
+        if race is None and h.consumer is not None and _stolen(v, h.consumer.broker, ids, f["arrived"]):
+            race = "link-stealing"
+            h.lines.append(f"the broker's log names a stolen link of {', '.join(sorted(ids))} before it")
+        return "broker", race, h
+    if f.get("durable_sub") and f.get("back_durable"):
+        return "broker", "durable-backlog", h
+    if f.get("durable_sub"):
+        h.lines.append(f"{agent} never came back on that subscription's group")
+    return "agent", None, h
+
+
+def _in_flight(
+    v: RunView, acc: Account, h: Hop, agent: str, topic: str, ids: set[str]
+) -> tuple[str, str | None, Hop]:
+    c = h.consumer
+    assert c is not None
+    sent, gone = float(h.facts["dispatched"]), float(h.facts["gone"])
+    role = f"subscriber:{topic}"
+    logged = [
+        x
+        for x in v.records.get(agent, [])
+        if x.get("event") == "disconnected" and x.get("role") == role and sent - 1.0 <= x["ts"] <= gone + 10.0
+    ]
+    if gone < float("inf") and not logged:
+        h.lines.append(f"the broker removed {c.client_id}'s consumer at {gone:.3f}; {agent} logged no loss")
+        return "agent", None, h
+    if not c.durable:
+        h.lines.append("the broker's subscription was not durable: nothing kept it for a reconnect")
+        return "agent", None, h
+    back = [x for x in acc.by_client.get(c.client_id or "", []) if x.added > sent and x.durable]
+    if back:
+        h.lines.append(f"the durable subscription came back ({back[0].line()}); never redelivered")
+        return "broker", None, h
+    h.lines.append(f"{agent} never came back on its durable subscription")
+    return "agent", None, h
+
+
+def _cut(v: RunView, t: Any, bridge: bool = False) -> str | None:
+    if not isinstance(t, int | float):
+        return None
+    bridges = {str(lk.get("name")) for lk in v.run.get("links") or [] if lk.get("kind") == "bridge"}
+    for w in v.faults:
+        if w.fault in CUT_FAULTS and w.covers(float(t)):
+            names = set(w.target.split(","))
+            if not bridge or names & bridges or v.affected_brokers(w):
+                return f"{w.fault_id} ({w.fault} {w.target})"
+    return None
+
+
+def _stolen(v: RunView, broker: str, ids: set[str], t: float) -> bool:
+    stolen = v.witness.stolen(broker, ids, t - STEAL_BEFORE_S, t)
+    return bool(stolen)
+
+
+def duplicate(
+    v: RunView, acc: Account, r: dict[str, Any], qos: int, resent_after_ack: bool
+) -> tuple[str, Hop]:
+    """Blame of a duplicated delivery from how often the broker received and dispatched it."""
+    agent, topic, msg_id = str(r.get("subscriber")), str(r.get("subscription")), str(r["msg_id"])
+    ids = client_ids(v, agent, topic)
+    recs = acc.messages.get(msg_id, [])
+    arrivals = [x for x in recs if x.get("event") == "arrived" and not x.get("via")]
+    mine = {f"{c.broker}|{c.cid}" for cid in ids for c in acc.by_client.get(cid, [])}
+    sent = [x for x in recs if x.get("event") == "dispatched" and f"{x['broker']}|{x.get('cid')}" in mine]
+    lines = [rec_line(x) for x in (arrivals[:2] + sent[:3])]
+    h = Hop("duplicated", lines)
+    if not recs:
+        why = acc.gap([], None)
+        return (
+            ("unknown", Hop("gap", [why]))
+            if why
+            else ("agent", Hop("duplicated", ["no broker record of it"]))
+        )
+    if len({x.get("mid") for x in arrivals}) > 1:
+        h.lines.append(f"the broker received it {len(arrivals)} times from the publisher")
+        if resent_after_ack:
+            return "agent", h
+        return ("allowed" if qos >= 1 else "broker"), h
+    if len(sent) >= 2:
+        h.lines.append(f"the broker dispatched it {len(sent)} times to {agent}'s consumers")
+        return ("allowed" if qos >= 1 else "broker"), h
+    h.lines.append(f"the broker dispatched it {len(sent)} time(s) to {agent}; {agent} logged more receipts")
+    return "agent", h
