@@ -14,11 +14,12 @@ case "$PROFILE" in
   *) echo "setup: unknown profile '$PROFILE' (demo or full)" >&2; exit 2 ;;
 esac
 
-DEMO_PKGS=(openjdk-17-jre-headless activemq libmqtt-client-java libhawtdispatch-java)
-# openjdk-17-jdk-headless, libactivemq-java and libjackson2-databind-java build the Java OpenWire
+# openjdk-17-jdk-headless: javac builds the brokers' account plugin (harness/account) on first use
+DEMO_PKGS=(openjdk-17-jdk-headless activemq libmqtt-client-java libhawtdispatch-java)
+# libactivemq-java and libjackson2-databind-java build the Java OpenWire
 # agent (docs/install.md); chromium and mmdebstrap are the tests' only
 # stress-ng is the CPU hog of the flake hunt (scripts/flakehunt.sh --hog).
-TEST_PKGS=(openjdk-17-jdk-headless libactivemq-java libjackson2-databind-java chromium mmdebstrap stress-ng)
+TEST_PKGS=(libactivemq-java libjackson2-databind-java chromium mmdebstrap stress-ng)
 APT_PKGS=("${DEMO_PKGS[@]}")
 if [ "$PROFILE" = full ]; then
   APT_PKGS+=("${TEST_PKGS[@]}")

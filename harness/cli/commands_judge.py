@@ -33,6 +33,23 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    """The journey of one message (harness/verdict/explain.py): exit 0, or 2 when it cannot be read."""
+    from harness.verdict import VerdictError
+    from harness.verdict.explain import explain
+
+    try:
+        journey = explain(Path(args.run_dir), str(args.msg_id))
+    except VerdictError as e:
+        error(str(e))
+        return 2
+    if args.json:
+        print(json.dumps(journey.to_dict(), default=str))
+    else:
+        print("\n".join(journey.lines()))
+    return 0
+
+
 def cmd_reconcile(args: argparse.Namespace, rest: list[str]) -> int:
     """The Spark reconciliation, then the verdict of each run (harness.verdict), as `bfh judge`."""
     from spark_analysis.reconcile import main as reconcile_main

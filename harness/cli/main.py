@@ -47,6 +47,7 @@ def _handlers() -> dict[str, Handler]:
         "topology": t.cmd_topology,
         "report": j.cmd_report,
         "judge": j.cmd_judge,
+        "explain": j.cmd_explain,
         "agent": a.cmd_agent,
         "compare": c.cmd_compare,
     }

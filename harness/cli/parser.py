@@ -239,6 +239,13 @@ def _add_operations(add: Add) -> None:
     jp.add_argument("--json", action="store_true", help="print the verdict table as JSON")
     jp.add_argument("--gate", default=None, choices=["all", "agent"], help=GATE_HELP + "; default: the run's")
 
+    ex = add("explain", "one message's journey through the brokers, hop by hop, and its blame; exit 0/2")
+    ex.add_argument("run_dir", metavar="RUN_DIR")
+    ex.add_argument(
+        "msg_id", metavar="MSG_ID", help="the payload's msg_id (the HTML report links each anomaly)"
+    )
+    ex.add_argument("--json", action="store_true", help="print the journey as JSON")
+
     cp = add("compare", "is NEW worse at failing over than OLD? per entry, measure and promise; exit 0/1/2")
     side = "a scorecard (bfh-scorecard/1), a run folder or a folder of run folders"
     cp.add_argument("old", metavar="OLD", help=side)

@@ -240,6 +240,19 @@ def _drop_stale(*paths: Path) -> None:
             p.unlink(missing_ok=True)
 
 
+def journeys(run_dir: Path, msg_ids: list[str]) -> dict[str, list[str]]:
+    """msg_id -> its journey as `bfh explain RUN_DIR MSG_ID` prints it (harness/verdict/explain.py)."""
+    from harness.verdict.explain import explain
+
+    out: dict[str, list[str]] = {}
+    for m in msg_ids:
+        try:
+            out[m] = explain(run_dir, m).lines()
+        except Exception as e:  # noqa: BLE001 - one message's journey never costs the report
+            out[m] = [f"{m}: no journey ({type(e).__name__}: {e})"[:300]]
+    return out
+
+
 def _render(d: RunData) -> tuple[str, str]:
     s = d.summary
     fleet = fleet_parts(d.run_dir)
@@ -261,6 +274,7 @@ def _render(d: RunData) -> tuple[str, str]:
         "fmt": _fmt,
         "agents": sorted(d.agents),
         "blamed": list(blame_rows(d.run_dir).values())[:10],
+        "journeys": journeys(d.run_dir, [str(m) for m in list(blame_rows(d.run_dir))[:10]]),
         "blame_colours": BLAME_COLOURS,
         "fleet": fleet[0] if fleet else None,
         "fleet_drawn": len(d.agents),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.account.journey import Account
 from harness.verdict.checks.base import (
     Breach,
     Check,
@@ -122,10 +123,27 @@ def publish_latency(v: RunView) -> Check:
     )
 
 
+def _arrivals(v: RunView, msg_ids: set[str]) -> dict[str, float]:
+    """msg_id -> its first arrival at a broker, from the broker's account ({} without one)."""
+    acc = Account.load(v.run_dir, {}, msg_ids)
+    if acc is None:
+        return {}
+    out = {}
+    for m in msg_ids:
+        ts = [
+            float(r["ts"])
+            for r in acc.messages.get(m, [])
+            if r.get("event") == "arrived" and not r.get("via")
+        ]
+        if ts:
+            out[m] = min(ts)
+    return out
+
+
 def _receipts_lag(v: RunView, late: dict[str, tuple[float, float]], limit: float) -> str:
     """How late the subscribers got the late publishes, beside how late they were acknowledged: a
     receipt past the bound too puts the delay before the broker's dispatch (its backlog, or a
-    publisher that sent late: the logs cannot tell which); one within it, on the ack's way back."""
+    publisher that sent late: the broker's account tells which, by each arrival); one within it, on the ack's way back."""
     if not late:
         return ""
     receipts: dict[str, float] = {}
@@ -138,12 +156,21 @@ def _receipts_lag(v: RunView, late: dict[str, tuple[float, float]], limit: float
         return ""
     received = nearest_rank([t - late[m][0] for m, t in receipts.items()], 50)
     acked = nearest_rank([late[m][1] - late[m][0] for m in receipts], 50)
-    where = (
-        "the messages reached the subscribers late too (a backlog at the broker, or a late send: the "
-        "logs cannot tell which)"
-        if received > limit
-        else "the messages reached the subscribers within the bound, so the acks came back late"
-    )
+    arrived = _arrivals(v, set(receipts))
+    if received <= limit:
+        where = "the messages reached the subscribers within the bound, so the acks came back late"
+    elif arrived:  # the broker's account says when each reached the broker
+        into = nearest_rank([arrived[m] - late[m][0] for m in arrived], 50)
+        where = f"the broker received them a median {into:.1f} s after the first attempt: " + (
+            "the broker received it late (a late send)"
+            if into > limit
+            else "the broker held it (its backlog)"
+        )
+    else:
+        where = (
+            "the messages reached the subscribers late too (a backlog at the broker, or a late send: "
+            "this run has no broker account to tell which)"
+        )
     return (
         f"; {len(receipts)} of them received, the first receipt a median {received:.1f} s after the first "
         f"attempt against {acked:.1f} s for the ack: {where}"
