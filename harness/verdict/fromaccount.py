@@ -23,9 +23,12 @@ from harness.account.journey import Account, Hop, rec_line
 from harness.faults.kinds import logged_names
 from harness.verdict import resubscribed as resub
 from harness.verdict.view import RunView
+from harness.verdict.witness import line_of
 
 CUT_FAULTS = logged_names("cuts")
 STEAL_BEFORE_S = 30.0  # a link stolen this long before the arrival can leave the consumer idle
+LOGGED_WITHIN_S = 30.0  # an agent that noticed its lost connection logged it within this
+NOT_LOSSES = ("shutdown", "publications_complete", "connect_failed")  # C-9
 
 
 def client_ids(v: RunView, agent: str, topic: str) -> set[str]:
@@ -85,6 +88,10 @@ def missing(v: RunView, acc: Account, r: dict[str, Any]) -> tuple[str, str | Non
     if h.hop == "gap":
         return "unknown", None, h
     if h.hop == "never_arrived":
+        killed = _killed_near(v, r.get("ack_ts"))
+        if killed:  # a kill -9 can take the member's last records with it (its writer's last flush)
+            h.lines.append(f"acknowledged just before {killed}: the member's last records may be lost")
+            return "unknown", None, Hop("gap", h.lines)
         h.lines.append(f"{agent}'s publisher logged it sent; the broker never received it")
         return "agent", None, h
     if h.hop == "acked":
@@ -105,9 +112,10 @@ def missing(v: RunView, acc: Account, r: dict[str, Any]) -> tuple[str, str | Non
         return "agent", None, h
     if f.get("attached"):
         race = "durable-reactivation" if "reactivated" in f else None
-        if race is None and h.consumer is not None and _stolen(v, h.consumer.broker, ids, f["arrived"]):
+        stolen = _stolen(v, h.consumer.broker, ids, f["arrived"]) if h.consumer is not None else []
+        if race is None and stolen:
             race = "link-stealing"
-            h.lines.append(f"the broker's log names a stolen link of {', '.join(sorted(ids))} before it")
+            h.lines += stolen  # the broker's own `Stealing link` lines for that client id
         return "broker", race, h
     if f.get("durable_sub") and f.get("back_durable"):
         return "broker", "durable-backlog", h
@@ -123,10 +131,13 @@ def _in_flight(
     assert c is not None
     sent, gone = float(h.facts["dispatched"]), float(h.facts["gone"])
     role = f"subscriber:{topic}"
-    logged = [
+    logged = [  # a loss the agent logged (C-9: not a shutdown, not a failed attempt)
         x
         for x in v.records.get(agent, [])
-        if x.get("event") == "disconnected" and x.get("role") == role and sent - 1.0 <= x["ts"] <= gone + 10.0
+        if x.get("event") == "disconnected"
+        and x.get("role") == role
+        and not str(x.get("reason", "")).startswith(NOT_LOSSES)
+        and sent - 1.0 <= x["ts"] <= gone + LOGGED_WITHIN_S
     ]
     if gone < float("inf") and not logged:
         h.lines.append(f"the broker removed {c.client_id}'s consumer at {gone:.3f}; {agent} logged no loss")
@@ -154,9 +165,19 @@ def _cut(v: RunView, t: Any, bridge: bool = False) -> str | None:
     return None
 
 
-def _stolen(v: RunView, broker: str, ids: set[str], t: float) -> bool:
-    stolen = v.witness.stolen(broker, ids, t - STEAL_BEFORE_S, t)
-    return bool(stolen)
+def _killed_near(v: RunView, t: Any) -> str | None:
+    """A kill -9 of a member within 2 s after t (the account of a killed broker ends abruptly)."""
+    if not isinstance(t, int | float):
+        return None
+    for w in v.faults:
+        if w.fault == "kill" and t - 0.5 <= w.start <= t + 2.0:
+            return f"{w.fault_id} (kill {w.target} at {w.start:.3f})"
+    return None
+
+
+def _stolen(v: RunView, broker: str, ids: set[str], t: float) -> list[str]:
+    """The broker log's `Stealing link` lines of these client ids in the 30 s before t."""
+    return [line_of(x) for x in v.witness.stolen(broker, ids, t - STEAL_BEFORE_S, t)[:3]]
 
 
 def duplicate(

@@ -57,6 +57,8 @@ class Verdict:
     contract: dict[str, dict[str, int]] = field(default_factory=dict)
     #: the broker-blamed losses by known race, with evidence and measured rate (races.py)
     findings: list[dict[str, Any]] = field(default_factory=list)
+    #: hop -> the anomalous deliveries that ended there (the broker's account, blame.py)
+    hops: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -234,6 +236,7 @@ def judge(
         blaming.counts(blamed),
         blaming.contract(blamed),
         races.findings(blamed),
+        dict(Counter(b.hop for b in blamed if b.hop)),
     )
     try:  # written only now that every check is done: blame.parquet, then verdict.json
         if blamed:
@@ -298,6 +301,7 @@ def _write(v: RunView, verdict: Verdict) -> None:
         blame=verdict.blame,
         contract=verdict.contract,
         broker_races=verdict.findings,
+        hops=verdict.hops,
     )
     if verdict.note:
         out["note"] = verdict.note

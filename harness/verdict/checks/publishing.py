@@ -143,7 +143,8 @@ def _arrivals(v: RunView, msg_ids: set[str]) -> dict[str, float]:
 def _receipts_lag(v: RunView, late: dict[str, tuple[float, float]], limit: float) -> str:
     """How late the subscribers got the late publishes, beside how late they were acknowledged: a
     receipt past the bound too puts the delay before the broker's dispatch (its backlog, or a
-    publisher that sent late: the broker's account tells which, by each arrival); one within it, on the ack's way back."""
+    publisher that sent late: the broker's account tells which, by each arrival); one within it,
+    on the ack's way back."""
     if not late:
         return ""
     receipts: dict[str, float] = {}
