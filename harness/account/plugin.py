@@ -104,14 +104,17 @@ def inject(xml: str) -> str:
         raise AccountUnavailable("no <broker> element found in the rendered activemq.xml")
     if re.search(r"\splugins\s*=", m.group("attrs")):
         raise AccountUnavailable("the <broker> sets its plugins by attribute")
-    p = re.escape(m.group("p") or "")
+    prefix = m.group("p") or ""
+    if m.group("attrs").rstrip().endswith("/"):  # <broker .../>: no children yet
+        opened = f"<{prefix}broker{m.group('attrs').rstrip()[:-1]}>"
+        body = f"<{prefix}plugins>{BEAN}</{prefix}plugins></{prefix}broker>"
+        return f"{xml[: m.start()]}{opened}{body}{xml[m.end() :]}"
+    p = re.escape(prefix)
     tag = re.compile(rf"<{p}plugins(?=[\s>/])[^>]*?(?P<empty>/?)>")
     found = tag.search(xml, m.end())
     if found is None:
-        prefix = m.group("p") or ""
         return f"{xml[: m.end()]}\n    <{prefix}plugins>{BEAN}</{prefix}plugins>{xml[m.end() :]}"
     if found.group("empty"):
-        prefix = m.group("p") or ""
         opened = found.group(0)[:-2].rstrip() + ">"
         return f"{xml[: found.start()]}{opened}{BEAN}</{prefix}plugins>{xml[found.end() :]}"
     return f"{xml[: found.end()]}{BEAN}{xml[found.end() :]}"
