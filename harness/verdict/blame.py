@@ -93,7 +93,7 @@ def assign(v: RunView) -> list[Blamed]:
     rows, delivered = anomalous_rows(v.run_dir)
     if not rows:
         return []
-    acc = account_of(v, {str(r["msg_id"]) for r in rows})
+    acc = fromaccount.load(v, {str(r["msg_id"]) for r in rows})
     if acc is not None:
         sends = _sends(v)
         return [_from_account(v, acc, r, sends.get(str(r["msg_id"]), [])) for r in rows]
@@ -122,12 +122,6 @@ def _from_account(v: RunView, acc: Account, r: dict[str, Any], sends: list[dict[
     else:
         blame, race, h = fromaccount.missing(v, acc, r)
     return Blamed(str(r["msg_id"]), key[0], key[1], status, blame, t, h.lines, race, h.hop, "account")
-
-
-def account_of(v: RunView, msg_ids: set[str] | None) -> Account | None:
-    """The run's broker account with the records of `msg_ids` (None: a folder without one)."""
-    groups = {str(b): str(info.get("group")) for b, info in (v.run.get("brokers") or {}).items()}
-    return Account.load(v.run_dir, groups, msg_ids)
 
 
 def _inferred(v: RunView, rows: list[dict[str, Any]], delivered: set[str]) -> list[Blamed]:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.account.journey import Account
 from harness.verdict import blame as blaming
+from harness.verdict import fromaccount
 from harness.verdict.view import RunView, VerdictError
 
 
@@ -107,8 +107,7 @@ def explain(run_dir: Path, msg_id: str) -> Journey:
         if str(r.get("msg_id")) == msg_id
         and r.get("event") in ("send_attempt", "sent", "dropped", "received")
     ]
-    groups = {str(b): str(info.get("group")) for b, info in (v.run.get("brokers") or {}).items()}
-    acc = Account.load(v.run_dir, groups, {msg_id})
+    acc = fromaccount.load(v, {msg_id})
     if acc is not None:
         steps += [_broker_step(r) for r in acc.journey(msg_id)]
     if not steps:

@@ -42,11 +42,17 @@ def client_ids(v: RunView, agent: str, topic: str) -> set[str]:
     return out
 
 
+def load(v: RunView, msg_ids: set[str] | None) -> Account | None:
+    """The run's broker account with the records of `msg_ids` (all with None; None: a folder made
+    before the account)."""
+    groups = {str(b): str(info.get("group")) for b, info in (v.run.get("brokers") or {}).items()}
+    return Account.load(v.run_dir, groups, msg_ids)
+
+
 def account(v: RunView) -> Account | None:
     """The run's account of consumers and connections (no message records), read once per view."""
     if "_account_consumers" not in v.__dict__:
-        groups = {str(b): str(info.get("group")) for b, info in (v.run.get("brokers") or {}).items()}
-        v.__dict__["_account_consumers"] = Account.load(v.run_dir, groups, set())
+        v.__dict__["_account_consumers"] = load(v, set())
     got: Account | None = v.__dict__["_account_consumers"]
     return got
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.account.journey import Account
+from harness.verdict import fromaccount
 from harness.verdict.checks.base import (
     Breach,
     Check,
@@ -125,7 +125,7 @@ def publish_latency(v: RunView) -> Check:
 
 def _arrivals(v: RunView, msg_ids: set[str]) -> dict[str, float]:
     """msg_id -> its first arrival at a broker, from the broker's account ({} without one)."""
-    acc = Account.load(v.run_dir, {}, msg_ids)
+    acc = fromaccount.load(v, msg_ids)
     if acc is None:
         return {}
     out = {}
