@@ -32,14 +32,8 @@ NOT_LOSSES = ("shutdown", "publications_complete", "connect_failed")  # C-9
 
 
 def client_ids(v: RunView, agent: str, topic: str) -> set[str]:
-    """The subscription's client ids: the contract's (`<prefix>-<run>-<agent>-s<index>`) and any
-    the agent's own records for the role name (`client_id`)."""
-    out = {c for c in [resub.client_id(v, agent, topic)] if c}
-    role = f"subscriber:{topic}"
-    for r in v.records.get(agent, []):
-        if r.get("client_id") and (r.get("role") == role or r.get("topic") == topic):
-            out.add(str(r["client_id"]))
-    return out
+    """The subscription's client ids (resubscribed.sub_ids: the contract's, and any the agent logged)."""
+    return resub.sub_ids(v, agent, topic) or set()
 
 
 def load(v: RunView, msg_ids: set[str] | None) -> Account | None:

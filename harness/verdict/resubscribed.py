@@ -48,10 +48,30 @@ def client_id(v: RunView, agent: str, topic: Any) -> str | None:
 
 
 def sub_ids(v: RunView, agent: str, topic: Any) -> set[str] | None:
-    """The subscription's client ids when the witness ever saw a consumer of that id; None (match
-    on the destination alone) when unknown."""
-    cid = client_id(v, agent, topic)
-    return {cid} if cid is not None and cid in v.consumer_client_ids else None
+    """The subscription's client ids: the contract's, and any the agent logged for the role
+    (`client_id`, optional); None only when neither is known (its workload does not list the
+    filter). Never matched on the destination alone: in a fleet another member's consumer of the
+    same destination would confirm a claim whose client id the broker never saw."""
+    ids = {c for c in [client_id(v, agent, topic)] if c} | _logged_ids(v).get((agent, str(topic)), set())
+    return ids or None
+
+
+def _logged_ids(v: RunView) -> dict[tuple[str, str], set[str]]:
+    """(agent, filter) -> the client ids its records name (`client_id` on `connected` of the role
+    `subscriber:<filter>`, or on `subscribed` of the filter): indexed once per view."""
+    got = v.__dict__.get("_logged_client_ids")
+    if got is None:
+        got = {}
+        for agent, recs in v.records.items():
+            for r in recs:
+                if not r.get("client_id"):
+                    continue
+                role = str(r.get("role") or "")
+                topic = role.removeprefix("subscriber:") if role.startswith("subscriber:") else r.get("topic")
+                if topic is not None:
+                    got.setdefault((agent, str(topic)), set()).add(str(r["client_id"]))
+        v.__dict__["_logged_client_ids"] = got
+    return got
 
 
 def _lets_go(r: dict[str, Any]) -> bool:
