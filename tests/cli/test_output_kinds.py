@@ -86,7 +86,9 @@ def test_dash_is_stdout_and_the_table_goes_to_stderr(
     assert "regression: masterslave recovery_s" in out.err and not Path("-").exists()
 
 
-def test_two_outputs_on_stdout_are_refused(sides: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_two_outputs_on_stdout_are_refused(
+    sides: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["compare", *sides, "--json", "-", "--html", "-"]) == 2
     assert "--json and --html both name stdout" in capsys.readouterr().err
 
