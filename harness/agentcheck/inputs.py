@@ -4,18 +4,16 @@ nothing it writes (C-5: checked here and over the run's own outputs)."""
 
 from __future__ import annotations
 
-import secrets
 import shlex
 import sys
 from pathlib import Path
 
 from harness import procs
-from harness.agentcheck.findings import Finding
+from harness.agentcheck.findings import PASSWORD, Finding
 from harness.agents.launch import write_agent_conf
 
 PROBE_TIMEOUT_S = 15.0
-#: agent.conf's mb.password in the check's runs (the pair takes any credentials)
-PASSWORD = f"bfh-check-{secrets.token_hex(6)}"
+__all__ = ["PASSWORD", "check_malformed", "leaks"]  # PASSWORD: findings.py owns it (redacts it)
 
 
 def _argv(command: str, folder: Path) -> list[str]:
