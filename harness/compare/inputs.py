@@ -42,7 +42,7 @@ def load_side(side: str | Path | Scorecard | Mapping[str, Any]) -> dict[str, Any
         if path.is_dir():
             card, unsealed = _from_folders(path)
         elif path.exists() or path.is_symlink():
-            card = _from_file(path)
+            card = read_scorecard(path)
         else:
             raise CompareError(f"{path}: no such file or folder")
     except (ScorecardError, manifest.EvidenceError, InputFileError) as e:
@@ -55,7 +55,9 @@ def load_side(side: str | Path | Scorecard | Mapping[str, Any]) -> dict[str, Any
     return out
 
 
-def _from_file(path: Path) -> Scorecard:
+def read_scorecard(path: Path | str) -> Scorecard:
+    """A scorecard file read as a user's input: ScorecardError or InputFileError (one line)."""
+    path = Path(path)
     data = read_input(path, MAX_SCORECARD_BYTES)
     try:
         return parse(json.loads(data), str(path))

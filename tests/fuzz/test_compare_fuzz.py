@@ -162,3 +162,40 @@ def test_an_output_is_refused_or_written_through_never_replaced(
             s.close()
     st_full = os.lstat("/dev/full")
     assert stat.S_ISCHR(st_full.st_mode) and os.minor(st_full.st_rdev) == 7
+
+
+# -- a side that is not a scorecard ------------------------------------------------------------
+SIDES = ["fifo", "dev-zero", "huge", "loop", "empty-folder", "fifo-run-json", "fifo-verdict", "not-json"]
+
+
+def _side(tmp: Path, kind: str) -> Path:
+    p = tmp / "side"
+    if kind == "fifo":
+        os.mkfifo(p)
+    elif kind == "dev-zero":
+        p.symlink_to("/dev/zero")
+    elif kind == "huge":
+        with p.open("wb") as f:
+            f.truncate(100 << 20)
+    elif kind == "loop":
+        p.symlink_to(p)
+    elif kind == "empty-folder":
+        p.mkdir()
+    elif kind == "fifo-run-json":
+        (p / "run").mkdir(parents=True)
+        os.mkfifo(p / "run" / "run.json")
+    elif kind == "fifo-verdict":
+        (p / "analysis").mkdir(parents=True)
+        (p / "run.json").write_text('{"run": "r1", "seed": 1}')
+        os.mkfifo(p / "analysis" / "verdict.json")
+    else:
+        p.write_text("{" * 100_000)
+    return p
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", SIDES)
+def test_a_side_that_is_no_scorecard_is_one_line_never_read(tmp_path: Path, kind: str) -> None:
+    with pytest.raises(CompareError) as e:
+        compare(BASE, _side(tmp_path, kind))
+    assert "\n" not in str(e.value).strip() and str(tmp_path) in str(e.value)
