@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.contracts import manifest
 from harness.contracts.scorecard import Scorecard, ScorecardError, parse
-from harness.topology.files import InputFileError, read_input
+from harness.topology.files import InputFileError, check_input, read_input
 
 #: far above a real scorecard (100 rounds of 20 measures of 1,000 samples is about 40 MB's JSON);
 #: parsing takes about 15 times the file in memory
@@ -58,11 +58,13 @@ def load_side(side: str | Path | Scorecard | Mapping[str, Any]) -> dict[str, Any
 def read_scorecard(path: Path | str) -> Scorecard:
     """A scorecard file read as a user's input: ScorecardError or InputFileError (one line)."""
     path = Path(path)
+    check_input(path, MAX_SCORECARD_BYTES)  # by its size, before a byte is read
     data = read_input(path, MAX_SCORECARD_BYTES)
     try:
-        return parse(json.loads(data), str(path))
+        doc = json.loads(data)
     except (ValueError, RecursionError) as e:
         raise ScorecardError(f"{path}: not JSON ({e})") from None
+    return parse(doc, str(path))
 
 
 def _from_folders(path: Path) -> tuple[Scorecard, list[str]]:

@@ -1,6 +1,6 @@
 """A file a command writes where the user said (`--json`, `--html`, `--junitxml`, `--scorecard`) or
 in its own folders: one check and one writer, so a device, a FIFO or a symlink is written through
-or refused, never replaced by the writer's rename (docs/cli.md).
+or refused, never replaced by the writer's rename (docs/compare.md, "Outputs").
 
     problem(path, made=None) -> str | None   why `path` cannot be written (one line), asked before
                                              anything starts
