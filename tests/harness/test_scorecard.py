@@ -155,7 +155,7 @@ def test_a_plugin_session_writes_its_scorecard(tmp_path: Path) -> None:
     assert "scorecard: " in p.stdout
     bad = run_pytest(project, "-p", "no:xdist", "--bfh-scorecard", "sc.json", "--bfh-baseline", "absent.json")
     assert bad.returncode == pytest.ExitCode.USAGE_ERROR, bad.stdout + bad.stderr
-    assert "--bfh-baseline: absent.json: cannot be read" in bad.stderr
+    assert "--bfh-baseline: absent.json: cannot read (No such file or directory)" in bad.stderr
     assert not (project / "sc.json").exists()  # refused before anything ran
 
 
