@@ -18,7 +18,7 @@ from harness.agentcheck.acks import check_wire
 from harness.agentcheck.findings import BEHAVIOUR, Finding
 from harness.agentcheck.inputs import PASSWORD, check_malformed, leaks
 from harness.agentcheck.logcheck import Context, check_log, read_lines
-from harness.agentcheck.process import check_exit
+from harness.agentcheck.process import check_exit, end_leftovers, subreaper
 from harness.agentcheck.tap import Tap
 from harness.agents.launch import AgentSpec, agent_factory
 from harness.contracts import runrecord
@@ -149,6 +149,22 @@ def check_agent(
         "what": "bfh agent check: a healthy pair, one kill -9 of the master, one link cut",
         "params": {"expect_cuts": 1, "expect_takeovers": 1},
     }
+    with subreaper():  # the agent's orphans are re-parented here, to be found and killed
+        _run(out, agents, topology, record, group, reports, behaviour, seed)
+    out.wall_s = time.monotonic() - t0
+    return out
+
+
+def _run(
+    out: CheckResult,
+    agents: _Agents,
+    topology: Any,
+    record: dict[str, Any],
+    group: str,
+    reports: Path,
+    behaviour: bool,
+    seed: int,
+) -> None:
     result = None
     try:
         result = execute(
@@ -178,8 +194,8 @@ def check_agent(
         _judge_log(out, agents, result.agent_exit.get(AGENT, None))
         if result.verdict is not None:
             _behaviour(out, result.verdict)
-    out.wall_s = time.monotonic() - t0
-    return out
+    if agents.run_dir is not None:  # the agent (and the malformed probe) ended: nothing of theirs runs
+        out.contract += end_leftovers(agents.run_dir)
 
 
 def _judge_log(out: CheckResult, agents: _Agents, exit_code: int | None) -> None:

@@ -9,6 +9,7 @@ document's edits.
 from __future__ import annotations
 
 import re
+import secrets
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +21,11 @@ DOC = "docs/agent-contract.md"
 _HERE = Path(__file__).resolve().parent
 _CANDIDATES = (_HERE.parent.parent / DOC, _HERE / "agent-contract.md")
 
+#: agent.conf's mb.password in the check's runs (the pair takes any credentials); no finding
+#: quotes it (a line of agent.out that printed it is shown with it redacted)
+PASSWORD = f"bfh-check-{secrets.token_hex(6)}"
+REDACTED = "<mb.password>"
+
 CONTRACT = "contract"  # the adapter's log or exit is wrong: the adapter's author fixes it
 BEHAVIOUR = "behaviour"  # the client under test broke a promise (harness/verdict): a finding
 
@@ -30,6 +36,12 @@ class Finding:
     what: str
     where: str | None = None  # messages.jsonl:LINE (contract) or the evidence (behaviour)
     kind: str = CONTRACT
+
+    def __post_init__(self) -> None:
+        for name in ("what", "where"):
+            value = getattr(self, name)
+            if isinstance(value, str) and PASSWORD in value:
+                object.__setattr__(self, name, value.replace(PASSWORD, REDACTED))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "rule": self.rule, "where": self.where, "what": self.what}

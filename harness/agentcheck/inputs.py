@@ -4,18 +4,16 @@ nothing it writes (C-5: checked here and over the run's own outputs)."""
 
 from __future__ import annotations
 
-import secrets
 import shlex
 import sys
 from pathlib import Path
 
 from harness import procs
-from harness.agentcheck.findings import Finding
-from harness.agents.launch import write_agent_conf
+from harness.agentcheck.findings import PASSWORD, Finding
+from harness.agents.launch import AGENT_MARK, write_agent_conf
 
 PROBE_TIMEOUT_S = 15.0
-#: agent.conf's mb.password in the check's runs (the pair takes any credentials)
-PASSWORD = f"bfh-check-{secrets.token_hex(6)}"
+__all__ = ["PASSWORD", "check_malformed", "leaks"]  # PASSWORD: findings.py owns it (redacts it)
 
 
 def _argv(command: str, folder: Path) -> list[str]:
@@ -42,7 +40,8 @@ def check_malformed(command: str, folder: Path) -> list[Finding]:
     )
     (folder / "workload.json").write_text('{"run": "probe", "agent": "probe", "protocol": ', encoding="utf-8")
     out = folder / "agent.out"
-    proc = procs.spawn("agentcheck-malformed", _argv(command, folder), out, cwd=Path.cwd())
+    argv = _argv(command, folder)
+    proc = procs.spawn("agentcheck-malformed", argv, out, env={AGENT_MARK: str(folder)}, cwd=Path.cwd())
     code = proc.wait(PROBE_TIMEOUT_S)
     where = str(out)
     found = []

@@ -149,6 +149,11 @@ def write_inputs(spec: AgentSpec, run_dir: Path, run_id: str) -> tuple[Path, Pat
     return config, wl, log
 
 
+#: in every agent's environment, its folder: what the agent started inherits it, so a process it
+#: left running (a child that called setsid) is known for the agent's (harness/agentcheck/process.py)
+AGENT_MARK = "BFH_AGENT_DIR"
+
+
 def launch_agent(spec: AgentSpec, run_dir: Path, run_id: str) -> AgentProcess:
     config, wl, log = write_inputs(spec, run_dir, run_id)
     adir = log.parent
@@ -161,7 +166,12 @@ def launch_agent(spec: AgentSpec, run_dir: Path, run_id: str) -> AgentProcess:
     except (KeyError, ValueError, IndexError) as e:
         raise AgentError(f"bad agent command template {spec.command!r}: {e}") from None
     proc = procs.spawn(
-        f"agent-{spec.name}", argv, adir / "agent.out", cwd=Path.cwd(), pid_dir=run_dir / "pids"
+        f"agent-{spec.name}",
+        argv,
+        adir / "agent.out",
+        env={AGENT_MARK: str(adir)},
+        cwd=Path.cwd(),
+        pid_dir=run_dir / "pids",
     )
     return AgentProcess(spec, adir, log, proc)
 

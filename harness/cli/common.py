@@ -81,7 +81,9 @@ def write_scorecard(args: argparse.Namespace, run_dirs: Sequence[Path | None]) -
 
 
 def round_path(path: Path, round_no: int) -> Path:
-    """`out.xml` -> `out.round-2.xml`."""
+    """`out.xml` -> `out.round-2.xml` (stdout stays stdout)."""
+    if str(path) == "-":
+        return path
     return path.with_name(f"{path.stem}.round-{round_no}{path.suffix}")
 
 
@@ -120,8 +122,8 @@ def crash(e: BaseException) -> str:
 #: the output options each command writes to (a folder; --junitxml a file), checked before it starts
 OUTPUTS = {
     "demo": ("reports",),
-    "run": ("reports",),
-    "validate": ("reports", "junitxml"),
+    "run": ("reports", "scorecard"),
+    "validate": ("reports", "junitxml", "scorecard"),
     "up": ("reports",),
     "down": ("reports",),
     "status": ("reports",),
@@ -137,13 +139,24 @@ def output_problem(args: argparse.Namespace) -> str | None:
         value = getattr(args, opt, None)
         if value is None or getattr(args, "list", False):
             continue
-        if opt == "junitxml":
+        if opt == "scorecard":  # written last; its folders made
+            why = None if value.lower() == "none" else scorecard_problem(Path(value))
+        elif opt == "junitxml":
             why = file_problem(Path(value), Path(getattr(args, "reports", None) or "reports"))
         else:
             why = folder_problem(Path(value), write=args.cmd not in ("down", "status"))
         if why:
             return f"--{opt} {value}: {why}"
     return None
+
+
+def scorecard_problem(path: Path) -> str | None:
+    """--scorecard PATH: the writer makes its missing folders."""
+    from harness.contracts.outfile import own_fd
+
+    if own_fd(path) is None and not os.path.lexists(path) and not path.parent.is_dir():
+        return folder_problem(path.parent)
+    return file_problem(path)
 
 
 def folder_problem(path: Path, write: bool = True) -> str | None:
@@ -172,23 +185,11 @@ def folder_problem(path: Path, write: bool = True) -> str | None:
 
 def file_problem(path: Path, made: Path | None = None) -> str | None:
     """Why a file cannot be written at `path`: its folder must exist, or be `made` (the reports
-    folder, which the run makes)."""
-    if path.is_dir():
-        return "is a folder; give a file name"
-    if not path.parent.is_dir():
-        if made is not None and path.parent.absolute() == made.absolute():
-            return folder_problem(path.parent)  # the run makes it before the file is written
-        return (
-            f"{path.parent} is not a folder" if os.path.lexists(path.parent) else "its folder does not exist"
-        )
-    try:
-        if os.path.lexists(path):
-            with path.open("ab"):  # opened for append, not changed
-                pass
-        else:
-            fd, scratch = tempfile.mkstemp(prefix=".bfh-probe-", dir=path.parent)
-            os.close(fd)
-            os.unlink(scratch)
-    except OSError as e:
-        return f"cannot write it ({e.strerror})"
-    return None
+    folder, which the run makes); a device, FIFO or symlink is written through or refused, never
+    replaced (harness/contracts/outfile.py)."""
+    from harness.contracts.outfile import problem
+
+    why = problem(path, made)
+    if why is None and made is not None and not path.parent.is_dir():
+        return folder_problem(path.parent)  # the run makes it before the file is written
+    return why

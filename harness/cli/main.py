@@ -9,6 +9,8 @@ commands_compare.py (compare).
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -105,6 +107,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("[yellow]interrupted: everything started was stopped[/]")
         return 130
+    except BrokenPipeError:  # stdout's reader has gone (`bfh compare ... --json - | head -1`)
+        _stdout_to_devnull()
+        return 141  # as a process SIGPIPE ended: 128 + 13
+
+
+def _stdout_to_devnull() -> None:
+    """What is left in stdout's buffer goes nowhere, so the exit does not raise again."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
 
 
 if __name__ == "__main__":

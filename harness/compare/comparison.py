@@ -31,7 +31,9 @@ def compare(
     tol = tolerances or Tolerances()
     out = Comparison(identity(o), identity(n), alpha=alpha, tolerance_source=tol.source)
     old_entries, new_entries = _entries(o), _entries(n)
-    out.problems = _mismatch(old_entries, new_entries)
+    for name, entries in (("OLD", old_entries), ("NEW", new_entries)):
+        _check_values(name, entries)
+    out.problems = _mismatch(old_entries, new_entries) or _unjudged(old_entries, new_entries, alpha)
     if out.problems:
         return out
     for entry in sorted(old_entries):
@@ -39,7 +41,54 @@ def compare(
         out.measures += [_measure_row(entry, m, a, b, tol) for m in _names(a, b, "measures")]
         out.promises += [_promise_row(entry, p, a, b) for p in _names(a, b, "promises")]
     _judge(out)
+    out.problems = [_never_reached(m) for m in out.measures if _never_reached(m)]
     return out
+
+
+def _check_values(side: str, entries: dict[str, Rounds]) -> None:
+    """NaN (or -Infinity) is no value of a measure: an error naming its round. +Infinity is one,
+    the worst (the thing never happened: never recovered)."""
+    for entry, rounds in entries.items():
+        for r in rounds:
+            for name, values in (r.get("measures") or {}).items():
+                for v in values if isinstance(values, list) else [values]:
+                    if isinstance(v, int | float) and (math.isnan(v) or v == -math.inf):
+                        raise CompareError(
+                            f"{side}: entry {entry}, round {r.get('run_id')} (seed {r.get('seed')}): "
+                            f"measure {name} is {v}, not a value (Infinity is: never reached)"
+                        )
+
+
+def _judged(rounds: Rounds) -> int:
+    """Rounds a judge gave a verdict (not `error`: never judged; not `unknown`: a checker crashed)."""
+    return sum(str(r.get("verdict")) not in ("error", "unknown") for r in rounds)
+
+
+def _unjudged(old: dict[str, Rounds], new: dict[str, Rounds], alpha: float) -> list[str]:
+    """An entry with fewer judged rounds on a side than the fewest any test needs: nothing it
+    holds can pass or fail (a side never judged is no evidence of no regression)."""
+    needed = stats.rounds_needed(alpha)
+    out = []
+    for entry in sorted(old):
+        for name, rounds in (("OLD", old[entry]), ("NEW", new[entry])):
+            if (judged := _judged(rounds)) < needed:
+                out.append(
+                    f"{entry}: {name} has {judged} judged round(s) of {len(rounds)}; "
+                    f"at least {needed} rounds per side are needed"
+                )
+    return out
+
+
+def _never_reached(m: MeasureRow) -> str:
+    """A NEW side that never reached a measure (Infinity) in some round passes no comparison: it
+    is a regression when shown worse, else the comparison cannot say (exit 2), never `same`."""
+    k = sum(math.isinf(x) for x in m.new.rounds)
+    if not k or m.verdict == WORSE:
+        return ""
+    return (
+        f"{m.entry} {m.measure}: NEW never reached it (Infinity) in {k} of {len(m.new.rounds)} rounds, "
+        f"and the rounds do not show it worse than OLD ({m.verdict})"
+    )
 
 
 def _entries(card: Mapping[str, Any]) -> dict[str, Rounds]:
@@ -87,7 +136,8 @@ def _names(a: Rounds, b: Rounds, key: str) -> list[str]:
     return sorted(found)
 
 
-def _finite(values: Any) -> list[float]:
+def _values(values: Any) -> list[float]:
+    """The numbers of a measure: finite or +Infinity (never reached: the worst value)."""
     if isinstance(values, int | float) and not isinstance(values, bool):
         values = [values]
     out = []
@@ -96,9 +146,27 @@ def _finite(values: Any) -> list[float]:
             x = float(v)
         except (TypeError, ValueError):
             continue
-        if math.isfinite(x):
+        if not math.isnan(x) and x != -math.inf:
             out.append(x)
     return out
+
+
+def _ranked(m: MeasureRow) -> tuple[list[float], list[float], float]:
+    """OLD's and NEW's round values for the tests, +Infinity as a finite value above every other
+    by far more than the tolerance (the rank tests see it as the worst, as it is), and that far."""
+    finite = [x for x in (*m.old.rounds, *m.new.rounds) if math.isfinite(x)]
+    top, low = max(finite, default=0.0), min(finite, default=0.0)
+    far = 1e6 * (top - low + abs(top) + m.tolerance + 1.0)
+
+    def sub(xs: list[float]) -> list[float]:
+        return [x if math.isfinite(x) else top + far for x in xs]
+
+    return sub(m.old.rounds), sub(m.new.rounds), far
+
+
+def _unbounded(x: float, far: float) -> float:
+    """A shift or interval end that only the substitute for +Infinity reaches is infinite."""
+    return math.copysign(math.inf, x) if abs(x) >= far / 2 else x
 
 
 def _side(rounds: Rounds, measure: str) -> tuple[Side, set[str]]:
@@ -112,7 +180,7 @@ def _side(rounds: Rounds, measure: str) -> tuple[Side, set[str]]:
         for name, values in (r.get("measures") or {}).items():
             if base_name(str(name)) == measure:
                 names.add(str(name))
-                xs += _finite(values)
+                xs += _values(values)
         if xs:
             s.rounds.append(stats.median(xs))
             s.samples += xs
@@ -124,7 +192,8 @@ def _side(rounds: Rounds, measure: str) -> tuple[Side, set[str]]:
 def _measure_row(entry: str, measure: str, a: Rounds, b: Rounds, tol: Tolerances) -> MeasureRow:
     (old, on), (new, nn) = _side(a, measure), _side(b, measure)
     t = tol.of(measure)
-    allowance = t.allowance(stats.median(old.rounds)) if old.rounds else t.absolute
+    reached = [x for x in old.rounds if math.isfinite(x)]
+    allowance = t.allowance(stats.median(reached)) if reached else t.absolute
     row = MeasureRow(entry, measure, default(measure)[0], old, new, allowance, t.text())
     row.names = sorted(on | nn)
     return row
@@ -156,7 +225,7 @@ def _judge(out: Comparison) -> None:
     """The family first (which rows can reach alpha / K at all), then each row at that level."""
     measures = [m for m in out.measures if not _constant(m)]
     promises = [p for p in out.promises if not _settled(p)]
-    m_floor = {id(m): stats.reachable_p(m.old.rounds, m.new.rounds, m.tolerance) for m in measures}
+    m_floor = {id(m): stats.reachable_p(*_ranked(m)[:2], m.tolerance) for m in measures}
     p_floor = {
         id(p): stats.promise_reachable((p.old_broken, p.old_judged), (p.new_broken, p.new_judged))
         for p in promises
@@ -170,7 +239,8 @@ def _judge(out: Comparison) -> None:
         if family.reachable(m_floor[id(m)]):
             _test_measure(m, family.level)
         elif family.reachable(stats.rank_floor(n_old, n_new)):  # rounds enough, tied values not
-            m.shift = stats.hodges_lehmann(m.old.rounds, m.new.rounds)
+            o, n, far = _ranked(m)
+            m.shift = _unbounded(stats.hodges_lehmann(o, n), far)
             m.verdict, m.why = SAME, "tied values that could not show a regression however they fell"
         else:
             _too_few(m, n_old, n_new, stats.rounds_needed(needed_level))
@@ -193,9 +263,10 @@ def _too_few(row: MeasureRow | PromiseRow, n_old: int, n_new: int, needed: int) 
 
 
 def _test_measure(m: MeasureRow, level: float) -> None:
-    o, n = m.old.rounds, m.new.rounds
-    m.shift = stats.hodges_lehmann(o, n)
-    m.ci = stats.shift_interval(o, n, level)
+    o, n, far = _ranked(m)
+    m.shift = _unbounded(stats.hodges_lehmann(o, n), far)
+    lo, hi = stats.shift_interval(o, n, level)
+    m.ci = (_unbounded(lo, far), _unbounded(hi, far))
     m.confidence = round(1 - 2 * level, 6)
     m.p_worse = stats.shift_p(o, n, m.tolerance, "greater")
     m.p_better = stats.shift_p(o, n, -m.tolerance, "less")

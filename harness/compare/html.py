@@ -35,10 +35,13 @@ def distribution_svg(m: MeasureRow) -> Markup:
     """Both sides' samples (dots, spread sideways so equal values stay visible), each round's
     value (a diamond), the median (a bar) and the p95 (a dashed bar); NEW's column also shows OLD's
     median plus the tolerance (dotted), the line NEW must clearly pass to be `worse`."""
-    values = [*m.old.samples, *m.new.samples]
+    values = [v for v in (*m.old.samples, *m.new.samples) if math.isfinite(v)]  # +inf: never reached
     if not values:
-        return Markup("<p>nothing measured</p>")
+        return Markup(
+            "<p>nothing measured</p>" if not m.old.samples + m.new.samples else "<p>never reached</p>"
+        )
     limit = (m.old.median + m.tolerance) if m.old.median is not None else None
+    limit = limit if limit is not None and math.isfinite(limit) else None
     lo, hi = _scale([*values, *([limit] if limit is not None else [])])
 
     def y(v: float) -> float:
@@ -54,20 +57,24 @@ def distribution_svg(m: MeasureRow) -> Markup:
         at = f'x="{LEFT - 4}" y="{_f(y(v) + 3)}"'
         out.append(f'<text {at} font-size="10" text-anchor="end">{escape(num(v))}</text>')
     for (heading, x, colour), side in zip(COLUMNS, (m.old, m.new), strict=True):
+        never = sum(math.isinf(v) for v in side.rounds)
+        heading += f" ({never} never reached)" if never else ""
         out.append(f'<text x="{x}" y="{H - 6}" font-size="11" text-anchor="middle">{heading}</text>')
         for k, v in enumerate(side.samples):
+            if not math.isfinite(v):
+                continue
             dx = ((k * 7) % 11 - 5) * 3  # deterministic spread
             out.append(
                 f'<circle cx="{x - 22 + dx}" cy="{_f(y(v))}" r="2.5" fill="{colour}" fill-opacity="0.5"/>'
             )
-        for v in side.rounds:
+        for v in (v for v in side.rounds if math.isfinite(v)):
             yy = y(v)
             out.append(
                 f'<path d="M{x + 18} {_f(yy - 4)} l4 4 l-4 4 l-4 -4 z" fill="{colour}"><title>round: '
                 f"{escape(num(v))}</title></path>"
             )
         for mark, dash in ((side.median, ""), (side.p95, ' stroke-dasharray="4 3"')):
-            if mark is not None:
+            if mark is not None and math.isfinite(mark):
                 out.append(
                     f'<line x1="{x - 40}" x2="{x + 30}" y1="{_f(y(mark))}" y2="{_f(y(mark))}" '
                     f'stroke="{colour}" stroke-width="2"{dash}/>'

@@ -1,13 +1,25 @@
 """A side of `bfh compare`: a scorecard file (harness/contracts/scorecard.py), a run folder, or a
-folder of run folders (harness/verdict/scorecard.py builds their scorecard from disk)."""
+folder of run folders (harness/verdict/scorecard.py builds their scorecard from disk).
+
+A scorecard file is read as any user's input (harness/topology/files.py: a regular file, at most
+MAX_SCORECARD_BYTES, a FIFO never waited on); a run folder through the checks `bfh judge` makes
+(harness/contracts/manifest.py: its manifest, its run id), and its verdict must be its own run's.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.contracts.scorecard import Scorecard, ScorecardError, load_scorecard
+from harness.contracts import manifest
+from harness.contracts.scorecard import Scorecard, ScorecardError, parse
+from harness.topology.files import InputFileError, check_input, read_input
+
+#: far above a real scorecard (100 rounds of 20 measures of 1,000 samples is about 40 MB's JSON);
+#: parsing takes about 15 times the file in memory
+MAX_SCORECARD_BYTES = 64 << 20
 
 
 class CompareError(ValueError):
@@ -19,30 +31,52 @@ def load_side(side: str | Path | Scorecard | Mapping[str, Any]) -> dict[str, Any
     if isinstance(side, Scorecard):
         return side.model_dump(mode="json", by_alias=True)
     if isinstance(side, Mapping):
-        from harness.contracts.scorecard import parse
-
         try:
             data = {k: v for k, v in side.items() if k != "path"}  # a side this module loaded before
             return {**parse(data).model_dump(mode="json", by_alias=True), "path": side.get("path")}
         except ScorecardError as e:
             raise CompareError(str(e)) from None
     path = Path(side)
+    unsealed: list[str] = []
     try:
         if path.is_dir():
-            from harness.verdict.scorecard import scorecard_from_runs
-
-            card = scorecard_from_runs(path)
-        elif path.exists():
-            card = load_scorecard(path)
+            card, unsealed = _from_folders(path)
+        elif path.exists() or path.is_symlink():
+            card = read_scorecard(path)
         else:
             raise CompareError(f"{path}: no such file or folder")
-    except ScorecardError as e:
+    except (ScorecardError, manifest.EvidenceError, InputFileError) as e:
         raise CompareError(" ".join(str(e).split())) from None
     except OSError as e:
         raise CompareError(f"{path}: cannot be read ({e.strerror or e})") from None
     out = card.model_dump(mode="json", by_alias=True)
     out["path"] = str(path)
+    out["unsealed"] = unsealed
     return out
+
+
+def read_scorecard(path: Path | str) -> Scorecard:
+    """A scorecard file read as a user's input: ScorecardError or InputFileError (one line)."""
+    path = Path(path)
+    check_input(path, MAX_SCORECARD_BYTES)  # by its size, before a byte is read
+    data = read_input(path, MAX_SCORECARD_BYTES)
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as e:
+        raise ScorecardError(f"{path}: not JSON ({e})") from None
+    return parse(doc, str(path))
+
+
+def _from_folders(path: Path) -> tuple[Scorecard, list[str]]:
+    """The run folders' scorecard, each folder checked against its manifest first (as `bfh judge`
+    does) and its verdict.json checked to be its own run's; the folders with no manifest."""
+    from harness.verdict.scorecard import run_folders, scorecard_from_runs
+
+    dirs, unsealed = run_folders(path), []
+    for d in dirs:
+        if manifest.verify(d) is not None:  # a folder from before manifests: not checked
+            unsealed.append(str(d))
+    return scorecard_from_runs(dirs), unsealed
 
 
 def identity(card: Mapping[str, Any]) -> dict[str, Any]:
@@ -61,4 +95,5 @@ def identity(card: Mapping[str, Any]) -> dict[str, Any]:
         "entries": len(card.get("entries") or []),
         "rounds": len(rounds),
         "load_avg_max": max(loads) if loads else None,
+        "unsealed": len(card.get("unsealed") or []),  # run folders with no manifest: not checked
     }

@@ -106,6 +106,14 @@ def print_comparison(c: Comparison, console: Console) -> None:
             highlight=False,
             markup=False,
         )
+        if s.get("unsealed"):
+            console.print(
+                Text(
+                    f"note: {name}: {s['unsealed']} run folder(s) with no manifest.json: not checked",
+                    "yellow",
+                ),
+                soft_wrap=True,
+            )
     if c.problems:
         for p in c.problems:
             console.print(Text(f"cannot compare: {p}", "red"), soft_wrap=True)

@@ -33,6 +33,7 @@ class Side:
             "samples": len(self.samples),
             "median": _num(self.median),
             "p95": _num(self.p95),
+            "never_reached": sum(math.isinf(x) for x in self.rounds),  # rounds at +Infinity
         }
 
 
@@ -182,7 +183,7 @@ class Comparison:
     def summary(self) -> str:
         """One line: the outcome."""
         if self.problems:
-            return "could not compare: " + "; ".join(self.problems)
+            return "cannot compare: " + "; ".join(self.problems)
         if self.regressions:
             names = ", ".join(
                 f"{r.entry} {r.measure if isinstance(r, MeasureRow) else 'promise ' + r.promise}"

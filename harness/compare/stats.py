@@ -28,7 +28,9 @@ def median(xs: Sequence[float]) -> float:
 
 
 def p95(xs: Sequence[float]) -> float:
-    return float(np.percentile(np.asarray(xs, dtype=float), 95))
+    """Interpolated; with an infinite value (never reached), the sample at or above it."""
+    a = np.asarray(xs, dtype=float)
+    return float(np.percentile(a, 95, method="linear" if np.isfinite(a).all() else "higher"))
 
 
 def rank_floor(n_old: int, n_new: int) -> float:

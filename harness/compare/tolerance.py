@@ -9,6 +9,7 @@ fast measure is not flagged for a few milliseconds and a slow one not for a few 
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import tomllib
@@ -91,6 +92,10 @@ class Tolerances:
         out: dict[str, Tolerance] = {}
         for name, spec in table.items():
             where = f"{source}: [tool.bfh.compare.tolerance] {name}"
+            if base_name(str(name)) not in MEASURES:  # a misspelt name would be ignored silently
+                like = difflib.get_close_matches(base_name(str(name)), list(MEASURES), n=1)
+                hint = f"did you mean {like[0]}?" if like else f"the measures: {', '.join(sorted(MEASURES))}"
+                raise ToleranceError(f"{where}: no such measure; Fix: {hint}")
             if not isinstance(spec, Mapping):
                 raise ToleranceError(f"{where}: want a table such as {{ relative = 0.25, absolute = 0.5 }}")
             unknown = set(spec) - {"relative", "absolute"}

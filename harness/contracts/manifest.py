@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.contracts import runrecord
+from harness.contracts import outfile, runrecord
 from harness.contracts.runrecord import run_id_of  # run.json's owner; the name stays here too
 
 MANIFEST = "manifest.json"
@@ -176,13 +176,9 @@ def _counts(summary: dict[str, Any] | None) -> dict[str, Any]:
 
 # -- writing ----------------------------------------------------------------------------------
 def atomic_write(path: Path, text: str) -> None:
-    """Write to a temporary name in the same folder, then replace: never a half-written file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """Write to a temporary name in the same folder, then replace: never a half-written file (a
+    device or a symlink is written through, never replaced: harness/contracts/outfile.py)."""
+    outfile.write_text(path, text)
 
 
 def build(run_dir: Path, run_id: str | None = None) -> dict[str, Any]:

@@ -42,6 +42,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.contracts import outfile
+
 SCHEMA: Literal["bfh-scorecard/1"] = "bfh-scorecard/1"
 SOURCES = ("pytest", "bfh run", "bfh validate", "run folders")
 #: the file name the writers use in a reports folder (the plugin's default: <--bfh-reports>/scorecard.json)
@@ -232,11 +234,6 @@ def load_scorecard(path: Path | str) -> Scorecard:
 def save(card: Scorecard, path: Path | str) -> Path:
     """Write the scorecard atomically (parent folders created); returns the path."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(card.to_json(), encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    if outfile.own_fd(path) is None and not os.path.lexists(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return outfile.write_text(path, card.to_json())

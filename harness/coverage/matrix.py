@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from harness.contracts import outfile
 from harness.coverage import workload
 from harness.coverage.validate import Coverage, RowResult
 from harness.topology.paths import PathPrediction, path_warnings
@@ -205,8 +206,7 @@ def _outcome(rows: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
 
 
 def write_json(m: dict[str, Any], out: Path) -> Path:
-    out.write_text(json.dumps(m, indent=2, default=str), encoding="utf-8")
-    return out
+    return outfile.write_text(out, json.dumps(m, indent=2, default=str))
 
 
 def write_junit(m: dict[str, Any], out: Path) -> Path:
@@ -226,8 +226,7 @@ def write_junit(m: dict[str, Any], out: Path) -> Path:
                 _case(suite, r, name, c, counts)
     for k, v in counts.items():
         suite.set(k, str(v))
-    ET.ElementTree(suite).write(out, encoding="utf-8", xml_declaration=True)
-    return out
+    return outfile.write_text(out, ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n")
 
 
 def _case(suite: ET.Element, r: dict[str, Any], name: str, c: dict[str, Any], counts: dict[str, int]) -> None:

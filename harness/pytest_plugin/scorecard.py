@@ -113,7 +113,9 @@ STATE = pytest.StashKey[SessionScorecard]()
 
 def pytest_configure(config: pytest.Config) -> None:
     """The baseline is read first: a missing or invalid one is a usage error before any run."""
-    from harness.contracts.scorecard import ScorecardError, load_scorecard
+    from harness.compare.inputs import read_scorecard
+    from harness.contracts.scorecard import ScorecardError
+    from harness.topology.files import InputFileError
 
     config.stash[STATE] = SessionScorecard(config)
     baseline = settings(config).baseline
@@ -121,8 +123,8 @@ def pytest_configure(config: pytest.Config) -> None:
         from harness.compare import ToleranceError, tolerance
 
         try:
-            config.stash[STATE].baseline = load_scorecard(baseline)
+            config.stash[STATE].baseline = read_scorecard(baseline)  # a FIFO is refused, not read
             config.stash[STATE].tolerances = tolerance.load(Path(str(config.rootpath)))
-        except (ScorecardError, ToleranceError) as e:
+        except (ScorecardError, ToleranceError, InputFileError) as e:
             raise pytest.UsageError(f"--bfh-baseline: {e}") from None
     config.pluginmanager.register(config.stash[STATE], "bfh-scorecard")

@@ -151,5 +151,6 @@ def write_json(tallies: list[Tally], root: Path) -> Path:
 
     root.mkdir(parents=True, exist_ok=True)
     path = root / f"rounds-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps([t.to_dict() for t in tallies], indent=2) + "\n", encoding="utf-8")
-    return path
+    from harness.contracts.outfile import write_text
+
+    return write_text(path, json.dumps([t.to_dict() for t in tallies], indent=2) + "\n")

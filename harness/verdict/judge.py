@@ -152,6 +152,11 @@ def _require_evidence(v: RunView) -> None:
             f"{v.run_dir}: no faults.jsonl although run.json's schedule has {len(steps)} fault step(s): "
             "cannot judge (missing evidence)"
         )
+    if isinstance(steps, list) and steps and v.has_fault_log and not v.faults and v.fault_log_malformed:
+        raise VerdictError(  # as good as missing: no fault to blame anything on
+            f"{v.run_dir / 'faults.jsonl'}: not one fault record in it ({v.fault_log_malformed} unreadable "
+            f"line(s)) although run.json's schedule has {len(steps)} fault step(s): cannot judge"
+        )
 
 
 def _nothing_to_judge(run_dir: Path) -> str:

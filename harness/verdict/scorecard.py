@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import harness
-from harness.contracts import runrecord
+from harness.contracts import manifest, runrecord
 from harness.contracts.scorecard import Agent, Load, Round, Scorecard, ScorecardError
-from harness.verdict.judge import read_verdict
+from harness.verdict.judge import VERDICT_FILE, read_verdict
 
 
 def _num(x: Any) -> float | None:
@@ -59,7 +59,7 @@ def round_from_run(run_dir: Path) -> Round:
     """One round from a judged run folder (verdict `error` when it was never judged)."""
     run_dir = Path(run_dir)
     run = runrecord.read_or_none(run_dir) or {}
-    judged = read_verdict(run_dir)
+    judged = _own_verdict(run_dir, runrecord.run_id_of(run))
     checks = judged.get("checks")
     seed = run.get("seed")
     return Round(
@@ -74,6 +74,21 @@ def round_from_run(run_dir: Path) -> Round:
         measures=_measures(checks),
         load=load_of((run.get("observations") or {}).get("load")),
     )
+
+
+def _own_verdict(run_dir: Path, run_id: str | None) -> dict[str, Any]:
+    """analysis/verdict.json when it is a regular file judging this run ({} when there is none);
+    ScorecardError for one in a FIFO's or folder's place, or another run's."""
+    path = run_dir / VERDICT_FILE
+    try:
+        manifest.check_kind(path, "the judge's verdict.json")
+    except manifest.EvidenceError as e:
+        raise ScorecardError(str(e)) from None
+    judged = read_verdict(run_dir)
+    other = judged.get("run")
+    if run_id and other is not None and other != run_id:
+        raise ScorecardError(f"{path}: another run's verdict (run {other!r}; this folder's is {run_id!r})")
+    return judged
 
 
 def entry_of(run_dir: Path) -> str:

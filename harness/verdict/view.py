@@ -142,6 +142,7 @@ class RunView:
     run_id: str | None = None
     has_run_record: bool = True  # run.json exists
     has_fault_log: bool = True  # faults.jsonl exists
+    fault_log_malformed: int = 0  # its lines that are no fault record (torn, foreign, not JSON)
 
     @classmethod
     def load(cls, run_dir: Path, summary: dict[str, Any] | None = None) -> RunView:
@@ -198,12 +199,13 @@ class RunView:
                     recs.append(r)
             recs.sort(key=lambda r: r["ts"])
             records[agent] = recs
+        fault_log = read_windows(run_dir / "faults.jsonl")
         return cls(
             run_dir,
             summary,
             run or {},
             records,
-            read_windows(run_dir / "faults.jsonl").windows,
+            fault_log.windows,
             dict(foreign),
             dict(foreign_runs),
             dict(bad_ts),
@@ -211,6 +213,7 @@ class RunView:
             run_id,
             run is not None,
             (run_dir / "faults.jsonl").exists(),
+            fault_log.malformed,
         )
 
     # -- what the harness recorded ---------------------------------------------------------------

@@ -103,3 +103,17 @@ def test_pytest_option_runs_the_check_before_the_suite(tmp_path: Path) -> None:
     )
     assert p.returncode == 2, (p.stdout[-2000:], p.stderr[-2000:])
     assert "could not run" in p.stdout and "1 passed" not in p.stdout
+
+
+@pytest.mark.extended  # about 40 s of brokers; tests/agentcheck/test_leftovers.py gates the mechanism
+@pytest.mark.broker
+@pytest.mark.timeout(300)
+def test_a_process_the_agent_left_running_is_killed_and_named(tmp_path: Path) -> None:
+    """The reference agent, started by a shell that first leaves a `setsid sleep` behind: outside
+    the agent's process group, it would outlive the check; the check kills it and names it."""
+    command = 'sh -c \'setsid sleep 601 & exec "$0" "$@"\' ' + REFERENCE_COMMAND
+    code, out = _check(tmp_path, command, "--contract-only")
+    left = [f for f in out["contract"] if f["rule"] == "C-21" and "orphan" in f["what"]]
+    assert code == 1 and left and "sleep 601" in left[0]["what"], json.dumps(out["contract"], indent=1)[:3000]
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    assert "sleep 601" not in ps

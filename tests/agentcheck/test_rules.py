@@ -245,3 +245,12 @@ def test_a_malformed_workload_must_end_the_agent_with_a_reason_and_no_password(
     for name, (command, want) in cases.items():
         got = inputs.check_malformed(command, tmp_path / name)
         assert [f.rule for f in got] == want, (name, got)
+
+
+def test_the_c21_line_never_quotes_the_checks_password(tmp_path: Path) -> None:
+    """agent.out's last line printed the password of agent.conf: C-21 quotes it redacted."""
+    out = tmp_path / "agent.out"
+    out.write_text(f"starting\nfatal: login as bfh/{findings.PASSWORD} refused\n")
+    (f,) = process.check_exit(3, False, out)
+    assert f.rule == "C-21" and findings.PASSWORD not in json.dumps(f.to_dict())
+    assert f"login as bfh/{findings.REDACTED} refused" in f.what

@@ -116,20 +116,37 @@ def test_json_on_stdout(cards: dict[str, str], capsys: pytest.CaptureFixture[str
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "rejudge" / "20261126-144907-masterslave-fb73"
 
 
-def test_run_folders_as_sides(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A judged run folder (the masterslave fixture) against a folder holding it: the same values
-    in the one round of each side are the same, whatever the number of rounds."""
+def _judged_copies(tmp_path: Path, side: str, n: int) -> Path:
+    """A folder of `n` judged copies of the masterslave fixture (one run, one seed: n rounds)."""
     import shutil
 
     from harness.verdict import judge
 
+    for i in range(n):
+        run = tmp_path / side / f"{FIXTURE.name}-{i}"
+        shutil.copytree(FIXTURE, run)
+        judge(run)  # the scorecard is read from analysis/verdict.json
+    return tmp_path / side
+
+
+def test_run_folders_as_sides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Folders of judged run folders (the masterslave fixture, three rounds a side): the same
+    values in every round of both sides are the same."""
     monkeypatch.chdir(tmp_path)
-    run = tmp_path / "old" / FIXTURE.name
-    shutil.copytree(FIXTURE, run)
-    judge(run)  # the scorecard is read from analysis/verdict.json
-    shutil.copytree(tmp_path / "old", tmp_path / "new")
-    assert main(["compare", str(run), str(tmp_path / "new")]) == 0
+    old, new = _judged_copies(tmp_path, "old", 3), _judged_copies(tmp_path, "new", 3)
+    assert main(["compare", str(old), str(new)]) == 0
     out = capsys.readouterr().out
     assert "takeover_to_delivery_s" in out and "no regression" in out
+
+
+def test_one_judged_round_a_side_cannot_be_compared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One run folder against the same: too few judged rounds to pass anything (exit 2)."""
+    monkeypatch.chdir(tmp_path)
+    old = _judged_copies(tmp_path, "old", 1)
+    assert main(["compare", str(old), str(old)]) == 2
+    out = capsys.readouterr().out
+    assert "cannot compare" in out and "1 judged round(s) of 1" in out and "no regression" not in out

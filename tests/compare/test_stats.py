@@ -55,12 +55,15 @@ def test_a_tighter_tolerance_from_the_project_flags_it() -> None:
 
 
 def test_too_few_rounds_say_how_many_are_needed() -> None:
-    c = compare(card(recovery(REF[:2])), card(recovery(SLOW[:2])))
-    (row,) = c.measures
-    assert row.verdict == FEW
     # 2 + 2 rounds: the best possible p is 1/6; one test at 0.05 needs 1/C(2n, n) <= 0.05: n = 3
-    assert row.rounds_needed == 3 and "3 per side" in row.why
-    assert c.exit_code == 2 and "3 rounds per side" in c.summary()
+    c = compare(card(recovery(REF[:2])), card(recovery(SLOW[:2])))
+    assert c.exit_code == 2 and "3 rounds per side" in c.summary() and not c.measures
+    # 3 + 3 rounds reach 0.05, but not the 0.025 two measures share: each row says so
+    lat = {"publish_latency_p95_s": lambda i: [0.02 + 0.001 * i]}
+    c = compare(card(recovery(REF[:3], **lat)), card(recovery(SLOW[:3], **lat)))
+    row = next(m for m in c.measures if m.measure == "recovery_s")
+    assert row.verdict == FEW and row.rounds_needed == 4 and "4 per side" in row.why
+    assert c.exit_code == 2 and "4 rounds per side" in c.summary()
 
 
 def test_rounds_needed_follow_the_number_of_tests() -> None:
@@ -191,8 +194,8 @@ def test_false_alarms_stay_under_5_percent_at_the_edge_of_the_tolerance() -> Non
 
 
 def test_a_promise_never_judged_is_nothing_to_test() -> None:
-    na = [{"recovery": "pass", "fleet_recovery": "n/a"}] * 2
-    c = compare(card(recovery(REF[:2]), promises=na), card(recovery(REF[:2]), promises=na))
+    na = [{"recovery": "pass", "fleet_recovery": "n/a"}] * 5
+    c = compare(card(recovery(REF), promises=na), card(recovery(REF), promises=na))
     assert {p.promise: p.verdict for p in c.promises} == {"fleet_recovery": SAME, "recovery": SAME}
 
 

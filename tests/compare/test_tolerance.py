@@ -53,6 +53,8 @@ def test_a_project_without_the_table_keeps_the_defaults(tmp_path: Path) -> None:
         ("recovery_s = { relative = -1 }", "relative must be a number >= 0"),
         ('recovery_s = { absolute = "1s" }', "absolute must be a number >= 0"),
         ("recovery_s = { percent = 5 }", "unknown key(s) percent"),
+        ("recovery_ss = { relative = 0.5 }", "no such measure; Fix: did you mean recovery_s?"),
+        ('"recovery_sx[publisher]" = { relative = 0.5 }', "no such measure; Fix: did you mean recovery_s?"),
     ],
 )
 def test_a_bad_tolerance_is_one_clear_error(tmp_path: Path, table: str, why: str) -> None:
@@ -60,3 +62,10 @@ def test_a_bad_tolerance_is_one_clear_error(tmp_path: Path, table: str, why: str
     with pytest.raises(ToleranceError, match="recovery_s") as e:
         tolerance.load(tmp_path)
     assert why in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_measure_named_with_its_role_is_known(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.bfh.compare.tolerance]\n"recovery_s[publisher]" = { relative = 0.5 }\n'
+    )
+    assert tolerance.load(tmp_path).of("recovery_s[publisher]") == Tolerance(0.5, 0.5)

@@ -474,6 +474,16 @@ def test_missing_fault_log_is_an_error(sealed: Path, tmp_path: Path) -> None:
     assert one_line_error(code, err) and "faults.jsonl" in err, err
 
 
+@pytest.mark.parametrize("text", ["{not json\n", "garbage\n\x00\n", '{"event": "fault_start"}\n'])
+def test_an_unparsable_fault_log_is_an_error_as_a_missing_one(legacy: Path, text: str) -> None:
+    """With the manifest removed, a faults.jsonl holding no fault record is as good as missing:
+    cannot judge, never a verdict that blames the agent."""
+    (legacy / "faults.jsonl").write_text(text)
+    code, out, err = bfh("judge", str(legacy))
+    assert one_line_error(code, err) and "faults.jsonl" in err and "cannot judge" in err, err
+    assert "first_available" not in out + err
+
+
 def test_fault_without_its_end_fails_faults_applied(legacy: Path) -> None:
     log = legacy / "faults.jsonl"
     log.write_text("".join(x + "\n" for x in _lines(log) if '"fault_end"' not in x))

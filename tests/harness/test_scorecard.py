@@ -155,7 +155,7 @@ def test_a_plugin_session_writes_its_scorecard(tmp_path: Path) -> None:
     assert "scorecard: " in p.stdout
     bad = run_pytest(project, "-p", "no:xdist", "--bfh-scorecard", "sc.json", "--bfh-baseline", "absent.json")
     assert bad.returncode == pytest.ExitCode.USAGE_ERROR, bad.stdout + bad.stderr
-    assert "--bfh-baseline: absent.json: cannot be read" in bad.stderr
+    assert "--bfh-baseline: absent.json: cannot read (No such file or directory)" in bad.stderr
     assert not (project / "sc.json").exists()  # refused before anything ran
 
 
@@ -218,3 +218,16 @@ def test_bfh_run_and_validate_write_theirs(tmp_path: Path) -> None:
     assert load_scorecard(tmp_path / "x.json").source == "bfh run"
     write_scorecard(argparse.Namespace(cmd="run", reports=str(tmp_path / "n"), scorecard="none"), runs)
     assert not (tmp_path / "n").exists()
+
+
+def test_a_fifo_baseline_is_a_usage_error_not_a_hang(tmp_path: Path) -> None:
+    import os
+
+    project = write_project(tmp_path / "p", {"test_x.py": "def test_x():\n    pass\n"})
+    os.mkfifo(tmp_path / "base.json")
+    r = run_pytest(project, "-p", "no:xdist", "--bfh-baseline", str(tmp_path / "base.json"))
+    assert (
+        r.returncode == 4
+        and "--bfh-baseline" in r.stdout + r.stderr
+        and "regular file" in r.stdout + r.stderr
+    )
