@@ -173,9 +173,11 @@ def test_the_judge_says_rerun_on_a_less_loaded_machine(tmp_path):
     assert RERUN in v.message() and "machine overloaded: scheduling delay 1.2 s" in v.message()
     saved = json.loads((d / "analysis" / "verdict.json").read_text())
     assert saved["verdict"] == "unknown" and RERUN in saved["note"]
-    # the conformance item: inconclusive is a skip with the message, never a pass nor a fail
-    with pytest.raises(pytest.skip.Exception, match="less loaded machine"):
+    # the conformance item: inconclusive fails, saying why; a skip only when asked for; never a pass
+    with pytest.raises(pytest.fail.Exception, match="t: inconclusive: publish_latency: machine overloaded"):
         assert_verdict(SimpleNamespace(verdict=v, run_dir=d), "t")
+    with pytest.raises(pytest.skip.Exception, match="less loaded machine"):
+        assert_verdict(SimpleNamespace(verdict=v, run_dir=d), "t", unknown="skip")
 
 
 def test_retries_are_read_over_their_densest_five_seconds(tmp_path):
