@@ -51,3 +51,29 @@ def test_subscribed_on_send_named_by_the_broker_view(entry, reports_root, backen
     assert c.status == "fail" and "consumer_confirmed" in v.broken, v.message(entry)  # gated by default
     assert any("had no consumer" in e["what"] or "was down" in e["what"] for e in c.evidence), c.evidence
     assert v.check("subscription_confirmed").status != "fail", v.message(entry)
+
+
+@pytest.mark.verdict_power
+@pytest.mark.broker
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_random_client_id_is_held_like_the_contracts(reports_root, backend_kind, scenario_record):
+    """Promise: subscribe-held holds every client's SUBSCRIBE, not only one whose client id has the
+    contract's length: a short random id that logs `subscribed` at SUBSCRIBE is named."""
+    from scenarios.random_id_agent import command
+
+    sc = catalog.SCENARIOS["subscribe-held"]
+    out = catalog.run(
+        sc,
+        catalog.topology_named(sc.topology),
+        agent_cmd=command(),
+        reports=reports_root,
+        backend=backend_kind,
+        show_progress=False,
+        label="random-id-subscribe-held",
+    )
+    scenario_record(out.result)
+    v = out.result.verdict
+    assert v is not None, out.result.run_dir
+    c = v.check("consumer_confirmed")
+    assert c.status == "fail" and "consumer_confirmed" in v.broken, v.message("subscribe-held")

@@ -4,10 +4,11 @@ only seconds after its CONNECT, at its first connection and at every reconnectio
 The subscriber and the publisher are two agents, and the subscriber dials its own proxies (one
 per member, `sub-<broker>`, recorded in run.json's links so the verdict maps them to members), so
 the hold touches the subscriber's link and never the publisher's. Each of those proxies carries a
-`limit_data` toxic upstream with `hold` (the builtin fault proxy's attribute): the connection's
-first bytes (its CONNECT, even a probe's longer client id) pass, what follows waits `hold_ms`.
-An agent that logs `subscribed` at the SUBACK logs it after the hold; one that logs it when it
-sends SUBSCRIBE claims a consumer the broker has not got (consumer_confirmed).
+`limit_data` toxic upstream with `hold` and `frames` 1 (the builtin fault proxy's attributes): the
+connection's first whole MQTT or STOMP frame (its CONNECT, whatever client id the agent picked)
+passes, every frame after it waits `hold_ms`. An agent that logs `subscribed` at the SUBACK logs
+it after the hold; one that logs it when it sends SUBSCRIBE claims a consumer the broker has not
+got (consumer_confirmed).
 """
 
 from __future__ import annotations
@@ -16,31 +17,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.agents.launch import SUBSCRIPTIONS, AgentSpec, agent_factory, combine
+from harness.agents.launch import AgentSpec, agent_factory, combine
 from harness.deploy.plan import free_ports
 from harness.run.runner import AgentFactory, RunError
 from harness.verdict.witness import SNAPSHOT_S
 from harness.witness.events import GAP_END, OBSERVER_FILE, read_events
 
-#: bytes past the subscriber's CONNECT that still pass: a probe id's suffix (`-probe-999`), less
-#: than the shortest SUBSCRIBE (2 + 2 + 2 + topic + 1 bytes), so no SUBSCRIBE arrives whole
-CONNECT_SLACK = 10
 SUB_AGENT, PUB_AGENT = "sub-1", "pub-1"
-
-
-def mqtt_connect_len(client_id: str, username: str = "", password: str = "") -> int:
-    """The size of an MQTT 3.1.1 CONNECT without a will: fixed header (2 bytes below 128 bytes of
-    rest, 3 above), variable header 10, client id, username and password each with 2 length bytes."""
-    rest = 10 + 2 + len(client_id.encode())
-    if username:
-        rest += 2 + len(username.encode()) + (2 + len(password.encode()) if password else 0)
-    return 1 + (1 if rest < 128 else 2) + rest
-
-
-def held_limit(run_id: str, prefix: str = "bfh") -> int:
-    """The byte limit for the subscriber's connections (agent_under_test.config.client_id's ids)."""
-    longest = max((f"{prefix}-{run_id}-{SUB_AGENT}-s{i}" for i in range(len(SUBSCRIPTIONS))), key=len)
-    return mqtt_connect_len(longest) + CONNECT_SLACK
+#: the frames of each subscriber connection that pass before the hold: its CONNECT (or STOMP's
+#: CONNECT/STOMP frame), whatever its length; every frame after it waits
+PASSED_FRAMES = 1
+#: the protocols whose frames the fault proxy can count (harness/faultproxy/frames.py)
+FRAMED = ("mqtt", "stomp")
 
 
 def past_replay(run_dir: Path, cap_s: float = 10.0) -> None:
@@ -63,6 +51,8 @@ def subscribe_held(
         version = env.proxy.version()  # Toxiproxy ignores `hold`: it would close at the limit
         if not isinstance(version, dict) or version.get("server") != "bfh-fault-proxy":
             raise RunError("the subscribe-held entry needs the builtin fault proxy (limit_data hold)")
+        if protocol not in FRAMED:
+            raise RunError(f"the subscribe-held entry holds MQTT or STOMP frames, not {protocol}")
         members = [b.name for b in env.plan.members(group)]
         ports = free_ports(len(members))
         own: dict[str, str] = {}
@@ -71,7 +61,7 @@ def subscribe_held(
             link = env.plan.client_link(member, protocol)
             name, listen = f"sub-{member}", f"127.0.0.1:{port}"
             env.proxy.create_proxy(name, listen, link.upstream)
-            env.proxy.limit(name, held_limit(env.run_id), stream="upstream", hold_ms=hold_ms)
+            env.proxy.limit(name, 0, stream="upstream", hold_ms=hold_ms, frames=PASSED_FRAMES)
             own[link.url] = listen
             links.append(
                 {"name": name, "listen": listen, "upstream": link.upstream, "enabled": True}

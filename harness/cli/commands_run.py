@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness.cli.commands_topology import config_warnings, path_warnings
-from harness.cli.common import err, exit_code, names, note, rounds
+from harness.cli.common import err, exit_code, names, note, rounds, settled
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -56,7 +56,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         scenario=scenario,
     )
     assert result.summary is not None and result.verdict is not None
-    note(args, "run", result.verdict.verdict, result.run_dir, result.verdict.message("run"))
+    v = result.verdict
+    note(
+        args,
+        "run",
+        v.verdict,
+        result.run_dir,
+        v.message("run"),
+        v.why_unknown if v.verdict == "unknown" else "",
+    )
     print_summary(result.summary)
     err.print(f"run folder: {result.run_dir}")
     return exit_code(result.verdict.verdict)
@@ -114,7 +122,9 @@ def cmd_run_scenario(args: argparse.Namespace) -> int:
         gate=run_gate(args.gate),  # a run judges an agent: its own losses fail
         fleet=args.fleet,
     )
-    note(args, args.scenario, out.verdict, out.result.run_dir, "\n".join(out.reasons))
+    v = out.result.verdict
+    why = v.why_unknown if v is not None and v.verdict == "unknown" else ""
+    note(args, args.scenario, out.verdict, out.result.run_dir, "\n".join(out.reasons), why)
     row = {
         "scenario": args.scenario,
         **headline(out.result.summary or {}),
@@ -260,11 +270,11 @@ def cmd_run_any(args: argparse.Namespace) -> int:
         print("\n".join(f"{x['name']:18} {x['what']}" for x in describe()))
         return 0
     if args.scenario:
-        return rounds(args, cmd_run_scenario)
+        return rounds(args, settled(cmd_run_scenario))
     if not args.schedule:
         err.print("[red]error:[/] give a scenario name or --schedule FILE (see bfh run --help)")
         return 2
     if args.fleet:
         err.print("[red]error:[/] --fleet needs a scenario name (e.g. bfh run fleet-masterslave)")
         return 2
-    return rounds(args, cmd_run)
+    return rounds(args, settled(cmd_run))

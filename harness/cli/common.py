@@ -18,15 +18,51 @@ from rich.markup import escape
 err = Console(stderr=True, emoji=False)
 
 
-def note(args: argparse.Namespace, name: str, verdict: str, run_dir: Any, message: str) -> None:
-    """One judged run of this command, for --rounds (harness/run/rounds.py)."""
+def note(
+    args: argparse.Namespace, name: str, verdict: str, run_dir: Any, message: str, why: str = ""
+) -> None:
+    """One judged run of this command, for --rounds (harness/run/rounds.py); `why`: an unknown
+    verdict's reason."""
     if isinstance(getattr(args, "outcomes", None), list):
         args.outcomes.append((name, verdict, Path(run_dir) if run_dir else None, message))
+    if why:
+        args.whys = {**(getattr(args, "whys", None) or {}), name: why}
+
+
+def settled(once: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """`bfh run` whose verdict is unknown runs again (--rerun-unknown N, the same seed); still
+    unknown, it is inconclusive: one line saying why, exit 2, or with --unknown skip exit 0
+    (harness/run/rounds.py: the pytest plugin's rule)."""
+    from harness.run.rounds import inconclusive_line
+
+    def run(args: argparse.Namespace) -> int:
+        args.reruns, args.whys = 0, {}
+        code = once(args)
+        while _unknown(args) and args.reruns < getattr(args, "rerun_unknown", 0):
+            args.reruns += 1
+            err.print(
+                f"[yellow]unknown verdict:[/] re-run {args.reruns} of {args.rerun_unknown} (--rerun-unknown)"
+            )
+            args.outcomes, args.whys = [o for o in args.outcomes if o[1] != "unknown"], {}
+            code = once(args)
+        if not _unknown(args):
+            return code
+        why = "; ".join(args.whys.values())
+        skip = getattr(args, "unknown", "fail") == "skip"
+        line = inconclusive_line(why, args.reruns) + (" (skipped: --unknown skip)" if skip else "")
+        err.print(f"[yellow]{escape(line)}[/]", soft_wrap=True, highlight=False)
+        return 0 if skip else 2
+
+    return run
+
+
+def _unknown(args: argparse.Namespace) -> bool:
+    return any(o[1] == "unknown" for o in getattr(args, "outcomes", None) or [])
 
 
 def rounds(args: argparse.Namespace, once: Callable[[argparse.Namespace], int]) -> int:
     """--rounds N: the command N times (seed +1 each round), tallied per scenario or fault row;
-    exit 1 when a round failed, 2 when one could not run."""
+    exit 1 when a round failed, 2 when one could not run or was inconclusive."""
     import contextlib
 
     from harness.run.rounds import Round, Tally, write_json
@@ -47,11 +83,13 @@ def rounds(args: argparse.Namespace, once: Callable[[argparse.Namespace], int]) 
             args.junitxml = str(round_path(Path(junit), i + 1))
         err.rule(f"[bold]round {i + 1}/{n}[/] (seed {args.seed})")
         with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
-            worst = max(worst, 2 if once(args) == 2 else 0)
+            worst = max(worst, 2 if once(args) == 2 else 0)  # could not run, or inconclusive
         run_dirs += [o[2] for o in args.outcomes]
         for name, verdict, run_dir, message in args.outcomes:
             replay = " ".join(["bfh", *without_rounds(sys.argv[1:]), "--seed", str(args.seed)])
-            tallies.setdefault(name, Tally(name)).rounds.append(Round(i, verdict, run_dir, replay, message))
+            why = (getattr(args, "whys", None) or {}).get(name, "")
+            r = Round(i, verdict, run_dir, replay, message, getattr(args, "reruns", 0), why)
+            tallies.setdefault(name, Tally(name, unknown=getattr(args, "unknown", "fail"))).rounds.append(r)
     out = write_json(list(tallies.values()), Path(args.reports))
     if args.json:
         print(json.dumps([t.to_dict() for t in tallies.values()], indent=2))

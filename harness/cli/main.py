@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import logging
 import os
 import signal
 import sys
@@ -23,6 +24,19 @@ from harness.cli.common import without_rounds as _without_rounds  # noqa: F401  
 from harness.cli.parser import build_parser
 
 Handler = Callable[[argparse.Namespace], int]
+
+
+class _NoInterruptTraces(logging.Filter):
+    """py4j logs the KeyboardInterrupt that stops a Spark call with its whole traceback; the
+    interrupt's own line says it (one line, not a page)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and record.exc_info[0] is KeyboardInterrupt)
+
+
+def _quiet_interrupts() -> None:
+    for name in ("", "py4j", "py4j.java_gateway", "py4j.clientserver"):
+        logging.getLogger(name).addFilter(_NoInterruptTraces())
 
 
 def _sigterm(signum: int, frame: Any) -> None:
@@ -75,7 +89,12 @@ def _raw(argv: list[str]) -> int | None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     signal.signal(signal.SIGTERM, _sigterm)
-    code = _raw(argv)
+    _quiet_interrupts()
+    try:
+        code = _raw(argv)
+    except KeyboardInterrupt:  # e.g. `bfh reconcile` stopped mid-Spark: one line, no traceback
+        _interrupted()
+        return 130
     if code is not None:
         return code
     args = build_parser().parse_args(argv)
@@ -105,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         err.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True, highlight=False)
         return 2
     except KeyboardInterrupt:
-        err.print("[yellow]interrupted: everything started was stopped[/]")
+        _interrupted()
         return 130
     except BrokenPipeError:  # stdout's reader has gone (`bfh compare ... --json - | head -1`)
         _stdout_to_devnull()
@@ -120,6 +139,10 @@ def _stdout_to_devnull() -> None:
         os.close(null)
     except (OSError, ValueError, io.UnsupportedOperation):
         pass
+
+
+def _interrupted() -> None:
+    err.print("[yellow]interrupted: everything started was stopped[/]")
 
 
 if __name__ == "__main__":

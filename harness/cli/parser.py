@@ -76,6 +76,35 @@ def positive(kind: Callable[[str], float]) -> Callable[[str], Any]:
     return parse
 
 
+def at_least_zero(text: str) -> int:
+    """An argparse type: a whole number of at least 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0: {text!r}")
+    return value
+
+
+def _unknown_args(r: argparse.ArgumentParser) -> None:
+    """`bfh run`'s rule for an unknown verdict (harness/cli/common.py `settled`)."""
+    r.add_argument(
+        "--rerun-unknown",
+        type=at_least_zero,
+        default=1,
+        metavar="N",
+        help="run again, up to N times, when the verdict is unknown (a checker crashed, or overload "
+        "explains a timing breach); still unknown: inconclusive, exit 2 (default 1)",
+    )
+    r.add_argument(
+        "--unknown",
+        choices=["fail", "skip"],
+        default="fail",
+        help="an inconclusive run: fail (exit 2, default) or skip (exit 0, counted in --rounds' tally)",
+    )
+
+
 def port(text: str) -> int:
     """An argparse type: a TCP port, 1..65535."""
     try:
@@ -157,6 +186,7 @@ def _add_runs(add: Add, sub: Any) -> None:
         "docs/fleet.md)",
     )
     r.add_argument("--rounds", type=positive(int), default=1, help=ROUNDS_HELP)
+    _unknown_args(r)
     _scorecard_args(r)
 
     sub.add_parser("reconcile", help="run the PySpark reconciliation on RUN_DIR (see --help)", add_help=False)

@@ -9,7 +9,9 @@ not give the harness and brokers the CPU they needed. One line per sample (about
      many sleeps, "proxy_s": the fault proxy API's round trip (null: no answer), "brokers":
      {broker: seconds from TCP connect to the broker's first OpenWire byte, null: refused or
      unreachable (down, or a slave waiting for the lock)}, "load1": the 1-minute load average,
-     "cpus": the CPUs the harness may run on (load1 / cpus: the run queue per core)}
+     "cpus": the CPUs the harness may run on (load1 / cpus: the run queue per core),
+     "agents_cpu_s": the CPU seconds the agents' own processes (every fleet member's) used since
+     the last sample (/proc/<pid>/stat; absent in folders from before it)}
 
 run.json `observations.load` holds the summary (`summarize`): max and p99 per source and the
 worst samples with their wall-clock times.
@@ -65,6 +67,13 @@ def per_core(row: dict[str, Any]) -> float | None:
     """The sample's run queue per core (load1 / cpus); None without both (a folder from before)."""
     load, n = num(row.get("load1")), num(row.get("cpus"))
     return None if load is None or not n or n <= 0 else load / n
+
+
+def agents_cores(row: dict[str, Any], interval_s: float) -> float:
+    """The cores the agents' own processes kept busy over `interval_s` before this sample (0.0
+    when not recorded)."""
+    used = num(row.get("agents_cpu_s"))
+    return used / interval_s if used is not None and used > 0 and interval_s > 0 else 0.0
 
 
 def starved_s(row: dict[str, Any], interval_s: float = 1.0) -> float:

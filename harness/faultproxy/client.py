@@ -234,10 +234,16 @@ class ToxiproxyClient:
         ]
 
     def limit(
-        self, proxy: str, nbytes: int, stream: str = "downstream", hold_ms: int = 0
+        self, proxy: str, nbytes: int, stream: str = "downstream", hold_ms: int = 0, frames: int = 0
     ) -> list[dict[str, Any]]:
-        """`hold_ms` (the builtin server only): hold what follows the limit that long, no close."""
-        attrs = {"bytes": int(nbytes), **({"hold": int(hold_ms)} if hold_ms else {})}
+        """`hold_ms` (the builtin server only): hold what follows the limit that long, no close;
+        `frames` (the builtin server only): the limit is the first that many whole MQTT or STOMP
+        frames, not `nbytes`."""
+        attrs = {
+            "bytes": int(nbytes),
+            **({"hold": int(hold_ms)} if hold_ms else {}),
+            **({"frames": int(frames)} if frames else {}),
+        }
         return [self._upsert_toxic(proxy, "limit_data", s, **attrs) for s in self._streams(stream)]
 
     def slow_close(self, proxy: str, delay_ms: int, stream: str = "downstream") -> list[dict[str, Any]]:

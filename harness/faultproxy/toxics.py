@@ -16,7 +16,9 @@ Semantics follow Toxiproxy 2.x (see docs/fault-proxy.md):
 - limit_data {bytes}: pass that many bytes in total, then close the connection. The builtin
   server's extra attribute `hold` (ms; 0, Toxiproxy's behaviour, by default): keep the connection
   open instead and hold what follows for `hold` ms from the limit, then pass it all on (the
-  subscribe handshake entry: CONNECT passes, SUBSCRIBE waits). Toxiproxy ignores the attribute.
+  subscribe handshake entry: CONNECT passes, SUBSCRIBE waits). Its `frames` (0 by default): the
+  limit is the link's first `frames` whole MQTT or STOMP frames (frames.py), not `bytes`, so
+  the hold starts right after a CONNECT of any length. Toxiproxy ignores both attributes.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from harness.faultproxy.frames import frames_end
+
 STREAMS = ("upstream", "downstream")
 
 TOXIC_ATTRIBUTES: dict[str, tuple[str, ...]] = {
@@ -36,11 +40,12 @@ TOXIC_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "timeout": ("timeout",),
     "reset_peer": ("timeout",),
     "slicer": ("average_size", "size_variation", "delay"),
-    "limit_data": ("bytes", "hold"),
+    "limit_data": ("bytes", "hold", "frames"),
     "noop": (),
 }
 
 MAX_ATTRIBUTE = 2**62
+MAX_HEAD = 1 << 16  # bytes a `frames` limit reads for the first frames' end before it holds anyway
 
 
 class ApiError(Exception):
@@ -324,9 +329,30 @@ class LimitDataRun(ToxicRun):
         super().__init__(toxic, link, active)
         self.transmitted = 0
         self._release: float | None = None  # with `hold`: when held data goes on
+        self._head = b""  # with `frames`: the link's first bytes, until the frames' end is known
+        self._frames_end: int | None = None
+
+    def _limit(self, data: bytes) -> int | None:
+        """The byte limit: `bytes`, or with `frames` where the first frames end (None: not yet
+        known, so `data` is still inside them)."""
+        frames = self.attrs.get("frames", 0)
+        if not frames:
+            return int(self.attrs.get("bytes", 0))
+        if self._frames_end is None:
+            self._head += data
+            self._frames_end = frames_end(self._head, frames)
+            if self._frames_end is None and len(self._head) > MAX_HEAD:  # no frame end in sight
+                self._frames_end = len(self._head)
+            if self._frames_end is not None:
+                self._head = b""
+        return self._frames_end
 
     async def process(self, data: bytes, arrived: float, emit: Emit) -> None:
-        limit, hold = self.attrs.get("bytes", 0), self.attrs.get("hold", 0)
+        limit, hold = self._limit(data), self.attrs.get("hold", 0)
+        if limit is None:  # inside the first frames: they pass
+            self.transmitted += len(data)
+            await emit(data)
+            return
         remaining = limit - self.transmitted
         head, rest = (
             (data[: max(remaining, 0)], data[max(remaining, 0) :]) if remaining < len(data) else (data, b"")

@@ -1,6 +1,7 @@
 """The plugin's fixtures: the session's options (`reports_root`, `backend_kind`, `agent_cmd`,
-`bfh_agent_protocol`, `bfh_gate`, `bfh_fleet`, `bfh_rounds`), `scenario_record`, and for a team's
-own failover tests `bfh_topology`, `bfh_env`, `bfh_faults`, `bfh_judge`; the Spark warm-up."""
+`bfh_agent_protocol`, `bfh_gate`, `bfh_fleet`, `bfh_rounds`, `bfh_unknown`), `scenario_record`,
+and for a team's own failover tests `bfh_topology`, `bfh_env`, `bfh_faults`, `bfh_judge`; the
+Spark warm-up."""
 
 from __future__ import annotations
 
@@ -56,6 +57,13 @@ def bfh_fleet(request: pytest.FixtureRequest) -> int | None:
 def bfh_rounds(request: pytest.FixtureRequest) -> int:
     """--bfh-rounds: how many times each catalog scenario runs (harness.run.rounds)."""
     return settings(request.config).rounds
+
+
+@pytest.fixture(scope="session")
+def bfh_unknown(request: pytest.FixtureRequest) -> tuple[str, int]:
+    """--bfh-unknown and --bfh-rerun-unknown: (fail | skip, re-runs) for an unknown verdict."""
+    s = settings(request.config)
+    return s.unknown, s.rerun_unknown
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ class Option:
     help: str
     default: Any = None
     choices: tuple[str, ...] | None = None
-    kind: str = "str"  # str | int | size (>= 1) | flag
+    kind: str = "str"  # str | int | size (>= 1) | count (>= 0) | flag
 
     @property
     def flag(self) -> str:
@@ -77,6 +77,20 @@ OPTIONS: tuple[Option, ...] = (
         kind="size",
     ),
     Option(
+        "bfh_rerun_unknown",
+        "run a catalog scenario (or round) whose verdict is unknown (inconclusive: a checker crashed, "
+        "or the machine's overload explains a timing breach) again, up to N times; still unknown, it "
+        "fails as inconclusive (default 1; 0: no re-run)",
+        1,
+        kind="count",
+    ),
+    Option(
+        "bfh_unknown",
+        "what a still-inconclusive scenario is: fail (default) or skip (exit 0; the summary counts them)",
+        "fail",
+        ("fail", "skip"),
+    ),
+    Option(
         "bfh_agent_check",
         "first check this agent command against docs/agent-contract.md (a healthy pair, a kill, a "
         "cut: about a minute); contract errors stop the session (exit 1), could not run: exit 2",
@@ -110,6 +124,16 @@ def _size(text: str) -> int:
     return n
 
 
+def _count(text: str) -> int:
+    n = int(text)
+    if n < 0:
+        raise ValueError(text)
+    return n
+
+
+PARSE = {"size": (_size, "a whole number of at least 1"), "count": (_count, "a whole number of at least 0")}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("bfh", "broker-failover harness")
     for o in OPTIONS:
@@ -118,7 +142,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         if o.kind == "flag":
             kw.update(action="store_true", default=None)
         else:
-            kw.update(default=None, choices=o.choices, type=_size if o.kind == "size" else None)
+            kw.update(default=None, choices=o.choices, type=PARSE[o.kind][0] if o.kind in PARSE else None)
         g.addoption(o.flag, **kw)
         parser.addini(o.name, o.help.replace("%%", "%"), type="bool" if o.kind == "flag" else "string")
 
@@ -143,6 +167,8 @@ class Settings:
     scorecard: str | None = None  # --bfh-scorecard: the path (None: not written)
     agent_version: str = ""  # --bfh-agent-version
     baseline: str | None = None  # --bfh-baseline: the scorecard to compare with
+    rerun_unknown: int = 1  # --bfh-rerun-unknown: re-runs of an unknown verdict (harness.run.rounds)
+    unknown: str = "fail"  # --bfh-unknown: an inconclusive scenario fails, or is skipped (counted)
 
 
 SETTINGS = pytest.StashKey[Settings]()
@@ -160,11 +186,12 @@ def _value(config: pytest.Config, o: Option) -> Any:
     text = str(ini).strip()
     if o.choices and text not in o.choices:
         raise pytest.UsageError(f"ini {o.name} = {text!r}: choose from {', '.join(o.choices)}")
-    if o.kind == "size":
+    if o.kind in PARSE:
+        parse, what = PARSE[o.kind]
         try:
-            return _size(text)
+            return parse(text)
         except ValueError:
-            raise pytest.UsageError(f"ini {o.name} = {text!r}: a whole number of at least 1") from None
+            raise pytest.UsageError(f"ini {o.name} = {text!r}: {what}") from None
     return text
 
 
@@ -211,6 +238,8 @@ def settings(config: pytest.Config) -> Settings:
         scorecard=_scorecard_path(v["bfh_scorecard"], str(v["bfh_reports"])),
         agent_version=str(v["bfh_agent_version"] or ""),
         baseline=v["bfh_baseline"],
+        rerun_unknown=int(v["bfh_rerun_unknown"]),
+        unknown=str(v["bfh_unknown"]),
     )
     config.stash[SETTINGS] = s
     return s

@@ -36,6 +36,7 @@ class SessionTable:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.results: list[dict[str, Any]] = []
+        self.unknown = {"inconclusive": 0, "inconclusive_skipped": 0, "reruns": 0}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Properties travel with the report, so this also works under pytest-xdist's controller.
@@ -43,8 +44,25 @@ class SessionTable:
             props = dict(report.user_properties)
             if "verdict" in props:
                 self.results.append({"test": report.nodeid.split("::")[-1], **props})
+            for k in self.unknown:
+                self.unknown[k] += int(str(props.get(k) or 0))
+
+    def unknown_line(self) -> str:
+        """e.g. "inconclusive: 2 (1 skipped by --bfh-unknown=skip); 3 re-run(s) of an unknown verdict"."""
+        n, skipped, reruns = self.unknown.values()
+        if not n and not reruns:
+            return ""
+        how = f"{skipped} skipped by --bfh-unknown=skip" if skipped else "each a failure"
+        return f"inconclusive: {n} ({how}); {reruns} re-run(s) of an unknown verdict"
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            return
+        if line := self.unknown_line():
+            terminalreporter.write_line(line, yellow=True, bold=True)
+        self._table(terminalreporter)
+
+    def _table(self, terminalreporter: Any) -> None:
         if not self.results or os.environ.get("PYTEST_XDIST_WORKER"):  # the controller writes the index
             return
         root = Path(settings(self.config).reports).resolve()

@@ -4,6 +4,11 @@ A race fails some rounds and passes others, so one green round proves little. Fo
 rounds the 95 % upper bound on the failure probability is the Clopper-Pearson bound: the p at which
 seeing k or fewer failures has probability 5 % (0 of N: 1 - 0.05^(1/N), about 3/N). Computed by
 bisection on the binomial CDF (no scipy).
+
+Inconclusive (an `unknown` verdict: a checker crashed, or overload explains a timing breach) is its
+own outcome, never a pass: the round is run again up to `rerun_unknown` times (`settle`), and still
+unknown it fails as "inconclusive: <why>", unless the policy is `skip` (an explicit opt-in, counted).
+One rule for a single run, rounds, the pytest plugin and `bfh run`.
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from pathlib import Path
 from typing import Any
 
 CONFIDENCE = 0.95
+#: what an inconclusive round is: `fail` (the default) or `skip` (counted, never silent)
+UNKNOWN_POLICIES = ("fail", "skip")
+#: how many times an unknown round runs again before it is inconclusive
+RERUN_UNKNOWN = 1
 
 
 def binom_cdf(k: int, n: int, p: float) -> float:
@@ -60,10 +69,35 @@ class Round:
     run_dir: Path | None
     replay: str = ""
     message: str = ""  # the failure message of a failing round
+    reruns: int = 0  # how many times it ran again because its verdict was unknown
+    why: str = ""  # an unknown verdict's reason (the unknown gated promises)
 
     @property
     def failed(self) -> bool:
         return self.verdict not in ("pass", "n/a")
+
+    @property
+    def inconclusive(self) -> bool:
+        return self.verdict == "unknown"
+
+
+def inconclusive_line(why: str, reruns: int) -> str:
+    """The one line an inconclusive round fails (or is skipped) with."""
+    again = f" (after {reruns} re-run(s))" if reruns else ""
+    return f"inconclusive{again}: {why or 'the run could not be judged'}"
+
+
+def settle(one: Callable[[int], Round], rerun_unknown: int = RERUN_UNKNOWN) -> Round:
+    """`one(0)`, run again (`one(1)`, ...) while its verdict is unknown, at most `rerun_unknown`
+    more times: the last attempt's Round, with how many re-runs it took."""
+    if rerun_unknown < 0:
+        raise ValueError(f"re-runs of an unknown verdict must be at least 0, not {rerun_unknown}")
+    r, n = one(0), 0
+    while r.inconclusive and n < rerun_unknown:
+        n += 1
+        r = one(n)
+    r.reruns = n
+    return r
 
 
 @dataclass
@@ -72,10 +106,27 @@ class Tally:
 
     scenario: str
     rounds: list[Round] = field(default_factory=list)
+    unknown: str = "fail"  # UNKNOWN_POLICIES: whether an inconclusive round fails or is skipped
+
+    def _fails(self, r: Round) -> bool:
+        return r.failed and not (r.inconclusive and self.unknown == "skip")
 
     @property
     def failures(self) -> int:
-        return sum(r.failed for r in self.rounds)
+        return sum(self._fails(r) for r in self.rounds)
+
+    @property
+    def inconclusive(self) -> int:
+        return sum(r.inconclusive for r in self.rounds)
+
+    @property
+    def skipped(self) -> int:
+        """Inconclusive rounds the `skip` policy left out of the failures."""
+        return self.inconclusive if self.unknown == "skip" else 0
+
+    @property
+    def reruns(self) -> int:
+        return sum(r.reruns for r in self.rounds)
 
     @property
     def upper(self) -> float:
@@ -83,13 +134,20 @@ class Tally:
 
     @property
     def first_failure(self) -> Round | None:
-        return next((r for r in self.rounds if r.failed), None)
+        return next((r for r in self.rounds if self._fails(r)), None)
 
     def line(self) -> str:
         """e.g. "masterslave: 0 of 5 rounds failed; failure probability < 45.1 % (95 %)"."""
+        extra = []
+        if self.inconclusive:
+            verb = "skipped (--unknown=skip)" if self.unknown == "skip" else "failed as such"
+            extra.append(f"{self.inconclusive} inconclusive, {verb}")
+        if self.reruns:
+            extra.append(f"{self.reruns} re-run(s) of an unknown verdict")
         return (
             f"{self.scenario}: {self.failures} of {len(self.rounds)} rounds failed; "
             f"failure probability < {100 * self.upper:.1f} % (95 % upper bound)"
+            + "".join(f"; {e}" for e in extra)
         )
 
     def message(self) -> str:
@@ -100,6 +158,8 @@ class Tally:
         head = [f"first failing round {first.index + 1}: run folder {first.run_dir}"]
         if first.replay:
             head.append(f"  replay: {first.replay}")
+        if first.inconclusive:
+            head.append("  " + inconclusive_line(first.why, first.reruns))
         return "\n".join([*head, "  " + self.line(), first.message])
 
     def to_dict(self) -> dict[str, Any]:
@@ -112,6 +172,9 @@ class Tally:
             "first_failing_run": str(first.run_dir) if first else None,
             "replay": first.replay if first else None,
             "verdicts": [r.verdict for r in self.rounds],
+            "inconclusive": self.inconclusive,
+            "skipped": self.skipped,
+            "reruns": self.reruns,
             "run_dirs": [str(r.run_dir) if r.run_dir else None for r in self.rounds],
         }
 
@@ -122,11 +185,13 @@ class Tally:
         return [(k, d[k]) for k in keys if d[k] is not None]
 
 
-def repeat(scenario: str, n: int, one: Callable[[int], Round]) -> Tally:
+def repeat(scenario: str, n: int, one: Callable[[int], Round], unknown: str = "fail") -> Tally:
     """Run `one(i)` for i in 0..n-1 (each round its own run folder) and tally the verdicts."""
     if n < 1:
         raise ValueError(f"--rounds must be at least 1, not {n}")
-    tally = Tally(scenario)
+    if unknown not in UNKNOWN_POLICIES:
+        raise ValueError(f"unknown-verdict policy {unknown!r}; choose from {', '.join(UNKNOWN_POLICIES)}")
+    tally = Tally(scenario, unknown=unknown)
     for i in range(n):
         tally.rounds.append(one(i))
     return tally

@@ -92,7 +92,8 @@ class Loop:
         }
         self.healed: float | None = None  # monotonic time the last fault ended
         self._stopped = False
-        self.load = LoadProbe.of(env)  # the machine's load, for the verdict's overload rule
+        # the machine's load, for the verdict's overload rule; the agents' own CPU taken out of it
+        self.load = LoadProbe.of(env, lambda: [a.proc.pid for a in self.agents])
         self.usage = BrokerSampler.of(env)  # the brokers' connections and CPU, for the report
 
     def _launch_batch(self, specs: list[AgentSpec]) -> list[AgentProcess]:

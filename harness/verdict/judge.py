@@ -8,6 +8,7 @@ wrote it, and returns a `Verdict`. `judged_summary(run_dir)` is the two read tog
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import Counter
@@ -67,6 +68,16 @@ class Verdict:
     def check(self, promise: str) -> Check:
         return next(c for c in self.checks if c.promise == promise)
 
+    @property
+    def why_unknown(self) -> str:
+        """Why the verdict is unknown: each gated promise left unknown, with its reason, in short."""
+        parts = [
+            f"{c.promise}: {_short(c.detail)}"
+            for c in self.checks
+            if c.status == "unknown" and c.promise in self.gates
+        ]
+        return "; ".join(parts) or self.note
+
     def table(self) -> list[dict[str, Any]]:
         return [{**c.to_dict(), "gated": c.promise in self.gates} for c in self.checks]
 
@@ -117,6 +128,11 @@ class Verdict:
         if not n:
             return ""
         return " ".join(f"{s}={k}" for s, k in n.items()) + " (redeliveries on at-least-once subscriptions)"
+
+
+def _short(text: str, width: int = 240) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _evidence_line(e: dict[str, Any]) -> str:
@@ -219,6 +235,7 @@ def judge(
         raise VerdictError(f"{v.run_dir}: blame failed ({type(e).__name__}: {e})".splitlines()[0]) from None
     # a timing promise the measured overload explains is inconclusive, not the agent's (overload.py)
     checks, overloaded = overload.apply(v, checks, list(gates))
+    checks = [_without_rows(v, c) if c.promise == "at_least_once" else c for c in checks]
     checks, gates, warnings = _apply_gate(gate, checks, list(gates), blamed)
     if refused:
         checks = [Check(c.promise, "n/a", detail="not applicable: " + refused) for c in checks]
@@ -227,7 +244,7 @@ def judge(
     crashed = [c.promise for c in checks if c.status == "unknown" and c.promise in gates]
     verdict = "n/a" if refused else ("fail" if broken else ("unknown" if crashed else "pass"))
     reported = [p for p in reported if p not in warnings]
-    note = overload.note(overloaded) if verdict == "unknown" and overloaded else refused
+    note = _unknown_note(crashed, overloaded) if verdict == "unknown" else refused
     out = Verdict(
         verdict,
         checks,
@@ -256,6 +273,34 @@ def judge(
     return out
 
 
+def _unknown_note(crashed: list[str], overloaded: list[str]) -> str:
+    """The note of an unknown verdict: the overload's only over the promises it excused; any other
+    unknown promise (a checker that crashed or lacked its evidence) is named apart."""
+    excused = [p for p in crashed if p in overloaded]
+    others = [p for p in crashed if p not in overloaded]
+    parts = [overload.note(excused)] if excused else []
+    if others:
+        parts.append(f"promise(s) {others} could not be judged (not the machine's load)")
+    return "; ".join(parts)
+
+
+def _without_rows(v: RunView, c: Check) -> Check:
+    """at_least_once in a run that sent, reconciled by Spark (its summary's `engine` names the
+    messages.parquet it wrote), whose analysis/messages.parquet is gone: the deliveries' rows cannot
+    be read, so never a pass (a fail stays a fail)."""
+    if c.status != "pass" or (v.run_dir / "analysis" / "messages.parquet").exists():
+        return c
+    wrote = isinstance(v.summary.get("engine"), dict) and "messages_parquet" in v.summary["engine"]
+    if not wrote or not (v.events("sent") or v.events("send_attempt")):
+        return c
+    detail = (
+        "analysis/messages.parquet is missing: the deliveries' rows cannot be read (bfh reconcile RUN_DIR)"
+    )
+    return Check(
+        c.promise, "unknown", c.count, c.evidence, c.fault, detail + (f"; {c.detail}" if c.detail else "")
+    )
+
+
 def _apply_gate(
     gate: str, checks: list[Check], gates: list[str], blamed: list[blaming.Blamed]
 ) -> tuple[list[Check], list[str], list[str]]:
@@ -277,6 +322,18 @@ def _agent_only(c: Check, blamed: list[blaming.Blamed]) -> Check:
         f" ({others})" if others else ""
     )
     unsure = [b for b in lost if b.blame == "unknown"]
+    if c.status == "unknown":  # its checker crashed or lacked its evidence: never a pass
+        return dataclasses.replace(c, detail=f"{c.detail}; {note}" if c.detail else note)
+    if c.status == "fail" and not lost:  # losses counted, none blamed: the rows are missing
+        return Check(
+            c.promise,
+            "unknown",
+            c.count,
+            c.evidence,
+            c.fault,
+            f"{note}: {c.count} lost counted but no blame rows to tell whose (analysis/messages.parquet "
+            "unreadable or without them): inconclusive",
+        )
     if not mine and unsure and c.status == "fail":
         return Check(c.promise, "unknown", len(unsure), _rows(unsure), c.fault, note + ": inconclusive")
     if not mine:

@@ -5,13 +5,19 @@ measures whether they did (RUN_DIR/load.jsonl, harness/contracts/loadlog.py); af
 ran, the judge hands every failed gated timing promise to `apply`. Each of its violations is a
 `Breach` its checker filled (checks/base.py): a time span [a, b] and the seconds past the bound
 (for a rate, the seconds its attempts would need to spread over to fit the bound). A violation is
-**explained by overload** when, over the samples from a - 1 s to b + 1 s, either
+**explained by overload** when, over the samples of the part past the bound (from b - past - 1 s
+to b + 1 s: the time the bound allows is never excused; a rate's whole span), either
 - the worst delay (peak) is at least OVERLOADED_S (an overloaded moment overlaps the evidence) and
   the breach is at most the sum of those samples' delays (the time the overload took there), or
 - (a lateness that needs CPU: QUEUED, not a rate) the run queue reached STARVED_PER_CORE runnable
   threads per core (load1 / cpus) and the breach is at most the delays plus what that queue can
   have taken from a runnable thread (loadlog.starved_s): a starved machine whose sleepers still
   wake on time.
+What excuses is the machine's, never the agent's nor a broker's: each sample's delay is the
+harness probe's and the fault proxy's (a broker slow to answer is the broker's finding), scaled by
+the share of the CPUs the agent's own processes left (load.jsonl `agents_cpu_s`, every fleet
+member's); the run queue is counted without the agent's own share of it (its CPU use averaged as
+the kernel averages load1). An agent that starves the machine makes its own breaches fail.
 A promise all of whose violations are explained becomes `unknown`, with the evidence ("machine
 overloaded: scheduling delay 2.3 s at 12:01:07 UTC"); one violation not explained (a defect's
 breach far beyond the measured overload, a `never`) keeps it `fail`.
@@ -20,6 +26,7 @@ breach far beyond the measured overload, a `never`) keeps it `fail`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import NamedTuple
 
 from harness.contracts import loadlog
@@ -43,9 +50,8 @@ TIMING = (
 QUEUED = ("recovery", "connect_timeout", "publish_latency", "fleet_recovery", "reconnect_storm")
 RERUN = "re-run on a less loaded machine"
 SLACK_S = 1.0  # samples are about a second apart
-AFTER_FAULT_S = 10.0  # a restarted or promoted broker's first answers are its start-up, not load
-
 MAX_GAP_S = 5.0  # a sampler late by more than this is counted for this much (an upper estimate)
+LOAD1_S = 60.0  # the time constant of the kernel's 1-minute load average
 
 
 class Sample(NamedTuple):
@@ -55,6 +61,7 @@ class Sample(NamedTuple):
     starved: float  # what the run queue can have taken from a runnable thread since the last one
     load1: float | None
     cpus: float | None
+    gap: float = SLACK_S  # the interval [ts - gap, ts] the sample's `starved` covers
 
 
 class Explained(NamedTuple):
@@ -63,30 +70,23 @@ class Explained(NamedTuple):
     what: str
 
 
-def _skipped(v: RunView) -> list[tuple[float, float, set[str]]]:
-    """(from, to, brokers) whose answers are a fault's, not the machine's: the targets and their
-    groups' members (a takeover) from a fault's start to AFTER_FAULT_S past its end."""
-    group_of = {b: g for g, bs in v.groups.items() for b in bs}
-    out = []
-    for w in v.faults:
-        hit = v.affected_brokers(w)
-        members = {b for h in hit for b in v.groups.get(group_of.get(h, ""), [h])} | hit
-        end = w.end if w.end is not None else float("inf")
-        out.append((w.start - SLACK_S, end + AFTER_FAULT_S, members))
-    return out
-
-
 def delays(v: RunView) -> list[Sample]:
-    """One Sample per line of load.jsonl, brokers under a fault left out."""
-    skipped = _skipped(v)
+    """One Sample per line of load.jsonl: the machine's delay (no broker's), less the agent's share."""
     out: list[Sample] = []
+    agent_avg = 0.0  # the agent's runnable share of load1: its cores, averaged as load1 is
     for row in loadlog.read(v.run_dir):
         ts = float(row["ts"])
-        skip = set().union(*(bs for lo, hi, bs in skipped if lo <= ts <= hi))
-        d, src = loadlog.delay(row, skip)
         gap = min(MAX_GAP_S, ts - out[-1].ts) if out else SLACK_S
-        starved = loadlog.starved_s(row, gap)
-        out.append(Sample(ts, d, src, starved, loadlog.num(row.get("load1")), loadlog.num(row.get("cpus"))))
+        brokers = row.get("brokers")
+        d, src = loadlog.delay(row, brokers.keys() if isinstance(brokers, dict) else ())
+        cpus = loadlog.num(row.get("cpus")) or 0.0
+        agent = loadlog.agents_cores(row, gap)
+        agent_avg += (agent - agent_avg) * (1.0 - math.exp(-max(gap, 0.0) / LOAD1_S))
+        left = max(0.0, 1.0 - agent / cpus) if cpus > 0 else 1.0  # what the agent left the others
+        load = loadlog.num(row.get("load1"))
+        load = None if load is None else max(0.0, load - agent_avg)
+        starved = loadlog.starved_s({**row, "load1": load}, gap)
+        out.append(Sample(ts, d * left, src, starved, load, cpus or None, max(gap, 0.0)))
     return out
 
 
@@ -94,7 +94,8 @@ def explain(samples: list[Sample], b: Breach, queued: bool = True) -> Explained 
     """The overload that explains one violation, or None (`queued`: the run queue may)."""
     if not b.past_s > 0:  # not a time past a bound: nothing to explain
         return None
-    inside = [s for s in samples if b.start - SLACK_S <= s.ts <= b.end + SLACK_S]
+    start = b.start if b.rate else max(b.start, b.end - b.past_s)  # the bound's own time never
+    inside = [s for s in samples if start - SLACK_S <= s.ts <= b.end + SLACK_S]
     if not inside:
         return None
     reach = sum(s.delay for s in inside)
@@ -104,7 +105,7 @@ def explain(samples: list[Sample], b: Breach, queued: bool = True) -> Explained 
         return Explained(peak.ts, peak.delay, what)
     if b.rate or not queued:  # a run queue explains no rate, nor a timer's lateness (QUEUED)
         return None
-    starved = sum(s.starved for s in inside)
+    starved = sum(_within(s, start, b.end) for s in inside)
     if not starved or b.past_s > reach + starved:
         return None
     q = max((s for s in inside if s.starved), key=lambda s: (s.load1 or 0.0) / (s.cpus or 1.0))
@@ -114,6 +115,14 @@ def explain(samples: list[Sample], b: Breach, queued: bool = True) -> Explained 
         f"{loadlog.clock(q.ts)}: up to {starved:.1f} s taken from a runnable thread"
     )
     return Explained(q.ts, load / cpus, what)
+
+
+def _within(s: Sample, a: float, b: float) -> float:
+    """The part of the sample's starved time inside [a, b] (its interval clipped to them)."""
+    if s.gap <= 0:
+        return s.starved if a <= s.ts <= b else 0.0
+    overlap = min(s.ts, b) - max(s.ts - s.gap, a)
+    return s.starved * max(0.0, min(overlap, s.gap)) / s.gap
 
 
 def judge_check(v: RunView, c: Check, samples: list[Sample]) -> Check:

@@ -340,6 +340,15 @@ class RunView:
     def traffic_end(self) -> float:
         return self._traffic_end
 
+    def run_end(self) -> float:
+        """The run's last own time: the latest agent record (0.0 without any); a timeline the
+        checkers step along ends here, never at an open end (an inf)."""
+        return self._run_end
+
+    @cached_property
+    def _run_end(self) -> float:
+        return max((r["ts"] for rs in self.records.values() for r in rs), default=0.0)
+
     @cached_property
     def _traffic_end(self) -> float:
         ts = [

@@ -19,6 +19,7 @@ from tests.cli.support import bfh
         (["baseline", "--publisher-timeout", "x"], "--publisher-timeout: not a number"),
         (["no-such-scenario", "--count", "5"], "unknown scenario 'no-such-scenario'"),
         (["baseline", "--rounds", "0"], "--rounds: must be above zero"),
+        (["baseline", "--rerun-unknown", "-1"], "--rerun-unknown: must be at least 0"),
     ],
 )
 def test_bad_workload_is_refused_before_anything_starts(tmp_path: Path, args: list[str], words: str) -> None:

@@ -214,6 +214,35 @@ def test_limit_data_hold_passes_n_bytes_then_holds_the_rest(api: ToxiproxyClient
         assert time.monotonic() - t0 >= 1.4
 
 
+def test_limit_data_frames_passes_the_connect_frame_and_holds_what_follows(
+    api: ToxiproxyClient, echo: TcpServer
+) -> None:
+    """`frames` (builtin only): the limit is the first whole MQTT frame, however long its client
+    id, even when the SUBSCRIBE comes in the same write; every later frame waits `hold` ms."""
+    name, port = make_proxy(api, echo.addr)
+    api.limit(name, 0, stream="upstream", hold_ms=1500, frames=1)
+    for cid in (b"r1", b"bfh-" + b"x" * 200):
+        hello = bytes([0x10]) + _varint(10 + 2 + len(cid)) + b"\x00\x04MQTT\x04\x02\x00\x3c"
+        hello += len(cid).to_bytes(2, "big") + cid
+        subscribe = b"\x82\x08\x00\x01\x00\x03t/#\x01"
+        with connect(port) as s:
+            t0 = time.monotonic()
+            s.sendall(hello + subscribe)
+            assert recv_exactly(s, len(hello)) == hello
+            assert time.monotonic() - t0 < 1.0, "the CONNECT is not held"
+            assert recv_exactly(s, len(subscribe)) == subscribe
+            assert time.monotonic() - t0 >= 1.4, "the SUBSCRIBE is held"
+
+
+def _varint(n: int) -> bytes:
+    out = b""
+    while True:
+        n, byte = n >> 7, n & 0x7F
+        out += bytes([byte | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
 def test_refusing_upstream_closes_the_client(api: ToxiproxyClient) -> None:
     name, port = make_proxy(api, f"127.0.0.1:{free_port()}")
     with connect(port) as s:

@@ -69,3 +69,31 @@ def test_the_probe_samples_and_writes_its_summary(tmp_path):
     assert summary["load1_per_core_max"] == round(max(r["load1"] / r["cpus"] for r in rows), 2)
     json.dumps(summary)  # run.json takes it as it is
     assert probe.stop() is None  # stopped once
+
+
+def test_the_agents_own_cpu_is_sampled_from_their_process_group(tmp_path):
+    """A real agent-like process group (a parent and a spinning child, as a fleet's members or a
+    shell-wrapped agent are): their CPU seconds since the last sample, every process counted."""
+    import subprocess
+    import sys
+
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass\ntime.sleep(30)\n"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {spin!r}])"],
+        start_new_session=True,
+    )
+    try:
+        probe = LoadProbe(tmp_path, None, {}, agent_groups=lambda: [parent.pid])
+        probe.sample()
+        deadline = time.monotonic() + 20
+        used = 0.0
+        while used < 0.6 and time.monotonic() < deadline:
+            time.sleep(0.5)
+            used += probe.sample()["agents_cpu_s"]
+        assert used >= 0.6, used  # the child's spin, found through the parent's process group
+        time.sleep(0.3)
+        assert probe.sample()["agents_cpu_s"] < 0.2  # asleep now: nothing more
+        assert LoadProbe(tmp_path, None, {}).sample()["agents_cpu_s"] == 0.0  # no agent yet
+    finally:
+        os.killpg(parent.pid, 9)
+        parent.wait()

@@ -22,21 +22,26 @@ import pytest
 from harness.catalog import scenarios as catalog
 from harness.pytest_plugin.scorecard import RUN_DIRS
 from harness.run import rounds
-from harness.verdict import Verdict, judge, overload, races
+from harness.verdict import Verdict, judge, races
 
 
-def assert_verdict(result: Any, what: str) -> Verdict:
-    """The run's verdict passes (or is not applicable); the failure lists every broken promise."""
+def assert_verdict(result: Any, what: str, unknown: str = "fail", reruns: int = 0) -> Verdict:
+    """The run's verdict passes (or is not applicable); the failure lists every broken promise.
+    An unknown verdict is inconclusive: a failure that says why, or with `unknown="skip"` (the
+    explicit opt-in, --bfh-unknown=skip) a skip; never a pass (harness.run.rounds)."""
     v: Verdict | None = result.verdict
     assert v is not None, f"{what}: the run was not judged; run folder {result.run_dir}"
     again = judge(result.run_dir)  # the same verdict from disk (bfh judge RUN_DIR)
     assert (again.verdict, again.broken) == (v.verdict, v.broken), f"re-judged {again.broken} != {v.broken}"
-    if v.verdict == "unknown" and overload.RERUN in v.note:  # inconclusive, not the agent's (exit 2)
-        pytest.skip(v.message(what))
+    if v.verdict == "unknown":
+        line = f"{what}: {rounds.inconclusive_line(v.why_unknown, reruns)}"
+        if unknown == "skip":
+            pytest.skip(f"{line} (--bfh-unknown=skip)\n{v.message(what)}")
+        pytest.fail(f"{line}\n{v.message(what)}", pytrace=False)
     if v.verdict == "fail" and _only_named_broker_races(result.run_dir, v):
         warn_broker_races(v, what)  # the broker's finding, named and measured: not the agent's fail
         return v
-    assert v.verdict in ("pass", "n/a"), v.message(what)  # never a fail, nor unknown (a checker crashed)
+    assert v.verdict in ("pass", "n/a"), v.message(what)  # never a fail
     warn_broker_races(v, what)
     return v
 
@@ -112,17 +117,45 @@ def test_scenario(
     scenario_record: Callable[[Any], None],
     bfh_rounds: int,
     record_property: Callable[[str, object], None],
+    bfh_unknown: tuple[str, int],
 ) -> None:
-    """Promise: the entry's `what`, judged by every gated checker (--bfh-rounds N: in N rounds)."""
+    """Promise: the entry's `what`, judged by every gated checker (--bfh-rounds N: in N rounds);
+    an unknown verdict runs again (--bfh-rerun-unknown), then fails as inconclusive."""
     session = _Session(reports_root, backend_kind, agent_cmd, bfh_agent_protocol, bfh_gate, bfh_fleet)
+    policy, reruns = bfh_unknown
     if bfh_rounds > 1:
-        return _in_rounds(entry, bfh_rounds, session, scenario_record, record_property)
-    out = session.run(entry)
+        return _in_rounds(entry, bfh_rounds, session, scenario_record, record_property, bfh_unknown)
+    outs: list[catalog.Outcome] = []
+
+    def attempt(k: int) -> rounds.Round:
+        outs.append(session.run(entry, **({"label": f"{entry.name}-rerun{k}"} if k else {})))
+        return _round(outs[-1], 0, entry.name)
+
+    r = rounds.settle(attempt, reruns)
+    out = outs[-1]
     scenario_record(out.result)
     record_property(RUN_DIRS, json.dumps([str(out.result.run_dir)]))
-    v = assert_verdict(out.result, f"{entry.name}: {entry.what}")
+    _record_unknown(record_property, [r], policy)
+    v = assert_verdict(out.result, f"{entry.name}: {entry.what}", policy, r.reruns)
     if v.verdict == "n/a":
         pytest.skip(f"not applicable to this agent: {v.note}")
+
+
+def _round(out: catalog.Outcome, index: int, name: str, replay: str = "") -> rounds.Round:
+    v = out.result.verdict
+    verdict = v.verdict if v is not None else "error"
+    why = v.why_unknown if v is not None and v.verdict == "unknown" else ""
+    return rounds.Round(index, verdict, out.result.run_dir, replay, v.message(name) if v else "", why=why)
+
+
+def _record_unknown(
+    record_property: Callable[[str, object], None], rs: list[rounds.Round], policy: str
+) -> None:
+    """The inconclusive rounds and the re-runs, for the session's summary (plugin reporting)."""
+    n = sum(r.inconclusive for r in rs)
+    record_property("inconclusive", n)
+    record_property("inconclusive_skipped", n if policy == "skip" else 0)
+    record_property("reruns", sum(r.reruns for r in rs))
 
 
 def _in_rounds(
@@ -131,25 +164,34 @@ def _in_rounds(
     session: _Session,
     scenario_record: Callable[[Any], None],
     record_property: Callable[[str, object], None],
+    unknown: tuple[str, int] = ("fail", rounds.RERUN_UNKNOWN),
 ) -> None:
     """N rounds of the entry, another seed each; failures of N and the 95 % bound as properties;
-    the first failing round's run folder and replay command head the failure message."""
-    results: list[Any] = []
+    the first failing round's run folder and replay command head the failure message. A round
+    whose verdict is unknown runs again (the same seed), as a single run does."""
+    results: dict[int, Any] = {}
+    policy, reruns = unknown
 
     def one(i: int) -> rounds.Round:
         seed = entry.seed + i
-        out = session.run(entry, seed=seed, label=f"{entry.name}-r{i + 1}")
-        results.append(out.result)
-        v = out.result.verdict
-        verdict = v.verdict if v is not None else "error"
         replay = rounds.replay_command(entry.name, seed, session.agent_cmd, entry.topology)
-        return rounds.Round(i, verdict, out.result.run_dir, replay, v.message(entry.name) if v else "")
 
-    tally = rounds.repeat(entry_id(entry), n, one)
+        def attempt(k: int) -> rounds.Round:
+            label = f"{entry.name}-r{i + 1}" + (f"-rerun{k}" if k else "")
+            out = session.run(entry, seed=seed, label=label)
+            results[i] = out.result
+            return _round(out, i, entry.name, replay)
+
+        return rounds.settle(attempt, reruns)
+
+    tally = rounds.repeat(entry_id(entry), n, one, policy)
     first = tally.first_failure
-    scenario_record(results[first.index] if first else results[-1])
+    scenario_record(results[first.index] if first else results[n - 1])
     for k, val in tally.properties():
         record_property(k, val)
+    _record_unknown(record_property, tally.rounds, policy)
     record_property(RUN_DIRS, json.dumps([str(d) for d in tally.to_dict()["run_dirs"] if d]))
     print(tally.line())
     assert not tally.failures, tally.message()
+    if tally.skipped:
+        pytest.skip(f"{tally.line()} (--bfh-unknown=skip)")

@@ -9,6 +9,15 @@ from harness.faults.kinds import logged_names
 from harness.verdict.view import RunView, Window
 
 EXAMPLES = 5
+#: the longest timeline a checker steps along: far past any run's; a longer span is clocks that
+#: disagree (records minutes apart read as years), cut here so the judge always ends
+MAX_SPAN_S = 6 * 3600.0
+
+
+def span_end(start: float, end: float) -> float:
+    """`end`, at most MAX_SPAN_S past `start`."""
+    return min(end, start + MAX_SPAN_S)
+
 
 #: scenario params a run may override (run.json scenario.params), with their defaults
 BOUNDS: dict[str, float] = {

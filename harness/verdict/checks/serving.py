@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.verdict.checks.base import BROKER_OUTAGES, bound, roles
+from harness.verdict.checks.base import BROKER_OUTAGES, bound, roles, span_end
 from harness.verdict.view import RunView
 
 STEP_S = 0.25  # sampling step of the serving timeline
@@ -55,6 +55,7 @@ def longest_serving(v: RunView, agent: str, t0: float, t1: float) -> tuple[float
     """(start, length) of the longest stretch in [t0, t1] in which some member served the agent."""
     at = serves(v, agent)
     best, run_start, t = (t0, 0.0), None, t0
+    t1 = span_end(t0, t1)  # observations whose clocks disagree: the judge still ends
     while t <= t1:
         if at(t):
             run_start = t if run_start is None else run_start

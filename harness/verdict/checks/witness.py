@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.verdict.checks.base import BROKER_OUTAGES, Check, not_applicable, rounded, verdict_of
+from harness.verdict.checks.base import BROKER_OUTAGES, Check, not_applicable, rounded, span_end, verdict_of
 from harness.verdict.resubscribed import restored, sub_ids
 from harness.verdict.view import RunView
 from harness.verdict.witness import ABSENT_MIN_S, CLOCK_TOLERANCE_S, line_of
@@ -208,7 +208,9 @@ def absent_from(v: RunView, life: Life, ids: set[str] | None, dest: str) -> tupl
     """The first stretch (≥ ABSENT_MIN_S, fully observed) in which the member had no consumer of a
     live subscription; False when it always had one where seen; None when never seen."""
     w = v.witness
-    end = min(life.end, v.traffic_end() or life.end)
+    # bounded by the run's own times: a run without sends ends at its last record, never at an
+    # open subscription's inf
+    end = span_end(life.start, min(life.end, v.traffic_end() or v.run_end()))
     t, step, seen = life.start + CLOCK_TOLERANCE_S, 0.25, False
     run: float | None = None
     while t < end:
