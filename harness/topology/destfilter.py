@@ -133,11 +133,16 @@ def advisory_filter(lists: Lists) -> list[str]:
     composite name (only the first part gets the advisory prefix)."""
     if lists.destination_filter is None:
         if lists.dynamic:
-            return [f"{ADVISORY_PREFIX}{d.kind.title()}.{d.name}" for d in lists.dynamic]
+            # a composite entry's later parts follow a comma: no prefix, so no advisory matches them
+            return [
+                d.name if d.composite_tail else f"{ADVISORY_PREFIX}{d.kind.title()}.{d.name}"
+                for d in lists.dynamic
+            ]
         return [ADVISORY_PREFIX + ">"]
     f = lists.destination_filter
     f = f if f.startswith(ADVISORY_PREFIX) else ADVISORY_PREFIX + f
-    return f.split(",")
+    # ActiveMQDestination.setPhysicalName trims the whole name and each composite part
+    return [p.strip() for p in f.strip().split(",") if p.strip()]
 
 
 def demand_refused(lists: Lists, sub: str) -> Block | None:
@@ -149,6 +154,11 @@ def demand_refused(lists: Lists, sub: str) -> Block | None:
         if not any(filter_matches(p, advisory) for p in advisory_filter(lists)):
             file, line = lists.filter_where
             return Block(lists.bridge, "destinationFilter", lists.destination_filter, file, line)
+    elif any(d.composite_tail for d in lists.dynamic):
+        advisory = f"{ADVISORY_PREFIX}Topic.{sub}"
+        if not any(filter_matches(p, advisory) for p in advisory_filter(lists)):
+            heads = [d for d in lists.dynamic if not d.composite_tail]
+            return _listed(lists, LIST_NAMES["dynamic"], heads or lists.dynamic)
     return permissible(lists, sub)
 
 

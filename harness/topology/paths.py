@@ -102,6 +102,7 @@ class _Traffic:
     events: tuple[str, ...]  # the producers' topics, dotted
     family: str = ""
     topic: str = ""  # MQTT filter
+    consumers: frozenset[str] = frozenset()  # the groups consuming it (their demand pulls it there)
 
 
 class _Router:
@@ -121,7 +122,7 @@ class _Router:
         self.dynamic_only = any(h.dynamic_only for h in self.hops)
         self._cross: dict[tuple[str, tuple[str, ...]], dict[int, Crossing]] = {}
         self._adj: dict[tuple[tuple[bool, bool], ...], dict[str, list[tuple[Hop, bool]]]] = {}
-        self._reach: dict[tuple[tuple[tuple[bool, bool], ...], str], Reach] = {}
+        self._reach: dict[tuple[tuple[tuple[bool, bool], ...], str, frozenset[str], str | None], Reach] = {}
         self._tree: dict[str, Tree] = {}
 
     def crossings(self, tr: _Traffic) -> dict[int, Crossing]:
@@ -131,10 +132,11 @@ class _Router:
             self._cross[key] = {id(h): crossing(h.lists, tr.sub, tr.events) for h in self.narrow}
         return self._cross[key]
 
-    def reach(self, tr: _Traffic, src: str) -> Reach:
+    def reach(self, tr: _Traffic, src: str, barred: str | None = None) -> Reach:
         cross = self.crossings(tr)
         sig = tuple((cross[id(h)].block is None, cross[id(h)].static) for h in self.narrow)
-        if (sig, src) not in self._reach:
+        key = (sig, src, tr.consumers, barred)
+        if key not in self._reach:
             if sig not in self._adj:
                 adj: dict[str, list[tuple[Hop, bool]]] = {}
                 for h in self.hops:
@@ -142,8 +144,22 @@ class _Router:
                     if c is None or c.block is None:
                         adj.setdefault(h.src, []).append((h, bool(c and c.static)))
                 self._adj[sig] = adj
-            self._reach[(sig, src)] = Reach(self._adj[sig], src, len(self.t.groups))
-        return self._reach[(sig, src)]
+            self._reach[key] = Reach(self._adj[sig], src, len(self.t.groups), tr.consumers, barred)
+        return self._reach[key]
+
+    def refused_direct(self, tr: _Traffic, src: str, dst: str) -> Block | None:
+        """A direct bridge src -> dst that takes dst's demand but refuses the message itself: with
+        suppressDuplicateTopicSubscriptions on src's other bridges, that demand arriving by another
+        route is dropped (DemandForwardingBridgeSupport L1456-1480)."""
+        cross = self.crossings(tr)
+        out = [hop for hop in self.hops_from.get(src, ()) if hop.dst != dst]
+        if not all(hop.suppress_duplicates for hop in out):
+            return None
+        for h in self.hops_from.get(src, ()):
+            c = cross.get(id(h))
+            if h.dst == dst and c is not None and c.block is not None and c.block.topic:
+                return c.block
+        return None
 
     def tree(self, src: str) -> Tree:
         if src not in self._tree:
@@ -151,9 +167,10 @@ class _Router:
         return self._tree[src]
 
     def predict_from(self, src: str, dsts: list[str], tr: _Traffic) -> list[PathPrediction]:
-        reach = self.reach(tr, src)
         out = []
         for dst in dsts:
+            barred = self.refused_direct(tr, src, dst) if self.narrow and src != dst else None
+            reach = self.reach(tr, src, dst if barred else None)
             connected = self.comp[src] == self.comp[dst]
             must = _must(self.t, src, dst, connected, tr.family)
             if src == dst:
@@ -162,6 +179,14 @@ class _Router:
                 )
             elif dst in reach.found:
                 out.append(self._routed(src, dst, must, reach, tr))
+            elif barred is not None:
+                why = (
+                    f"{barred.describe()}; the same consumers' demand by another route is suppressed "
+                    "(suppressDuplicateTopicSubscriptions)"
+                )
+                out.append(
+                    PathPrediction(src, dst, must, False, -1, why, (), tr.family, tr.topic, barred, why)
+                )
             else:
                 out.append(self._refused(src, dst, must, connected, tr))
         return out
@@ -248,8 +273,8 @@ def predict(topology: Topology) -> list[PathPrediction]:
     return out
 
 
-def _traffic(f: Family) -> _Traffic:
-    return _Traffic(to_amq(f.topic), tuple(to_amq(e) for e in f.event_topics()), f.name, f.topic)
+def _traffic(f: Family, consumers: frozenset[str] = frozenset()) -> _Traffic:
+    return _Traffic(to_amq(f.topic), tuple(to_amq(e) for e in f.event_topics()), f.name, f.topic, consumers)
 
 
 def predict_traffic(topology: Topology) -> list[PathPrediction]:
@@ -258,8 +283,12 @@ def predict_traffic(topology: Topology) -> list[PathPrediction]:
     consumers' demand (the family's filter) and each of its event topics through every bridge's
     destination lists and filter, within the TTLs."""
     router = _Router(topology)
-    fams = {f.name: _traffic(f) for f in families(topology)}
-    return [router.predict_from(fl.source, [fl.target], fams[fl.family])[0] for fl in flows(topology)]
+    fl = flows(topology)
+    consumers: dict[str, set[str]] = {}
+    for x in fl:  # every consumer group of a family runs at once: each pulls the family to itself
+        consumers.setdefault(x.family, set()).add(x.target)
+    fams = {f.name: _traffic(f, frozenset(consumers.get(f.name, ()))) for f in families(topology)}
+    return [router.predict_from(x.source, [x.target], fams[x.family])[0] for x in fl]
 
 
 def path_warnings(predictions: list[PathPrediction]) -> list[str]:
