@@ -116,6 +116,7 @@ def _bridges(t: Topology) -> list[Bridge]:
                     else:
                         form = "static"
                     mine.append((tg, form, _routing(n, conf)))
+            mine = _one_duplex_per_name(mine)
             for tg, form, routing in mine:
                 if tg not in done:
                     found.append((g.name, tg, form, routing))
@@ -129,6 +130,23 @@ def _bridges(t: Topology) -> list[Bridge]:
         name = f"import-{src}-{tgt}" + (f"-{k}" if k > 1 else "")
         out.append(Bridge.model_validate({"from": src, "to": tgt, "uri": form, "name": name, **routing}))
     return out
+
+
+def _one_duplex_per_name(
+    conns: list[tuple[str, str, dict[str, Any]]],
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """The remote broker keeps one duplex bridge per `name@brokerId` and stops the older
+    (TransportConnection.processBrokerInfo): of duplex connectors with one name (default `NC`) to
+    one group, the last started carries traffic (confcheck warns)."""
+    last: dict[tuple[str, str], int] = {}
+    for i, (tg, _, r) in enumerate(conns):
+        if r.get("duplex"):
+            last[(tg, r["origin"].get("name", "NC"))] = i
+    return [
+        c
+        for i, c in enumerate(conns)
+        if not c[2].get("duplex") or last[(c[0], c[2]["origin"].get("name", "NC"))] == i
+    ]
 
 
 #: networkConnector attributes the delivery-path prediction reads (harness/coverage/paths.py)

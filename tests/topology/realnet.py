@@ -209,7 +209,7 @@ def _subscribe(
     net: Network, group: str, f: Fam, got: list[tuple[str, str]], lock: threading.Lock
 ) -> mqtt.Client:
     def on_message(_c: object, _u: object, msg: mqtt.MQTTMessage) -> None:
-        fam, src, event = msg.payload.decode().split("|")
+        fam, src, event = (msg.payload.decode(errors="replace").split("|") + ["", ""])[:3]
         if fam == f.name:  # another family's publish its filter also matches is not this flow's
             with lock:
                 got.append((src, event))
