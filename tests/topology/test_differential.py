@@ -27,10 +27,12 @@ from .realnet import Fam, measure, network
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(0)]
 
-#: families measured in every case: plain, a wildcard family, two events under one filter
+#: families measured in every case: plain, a wildcard family, two events under one filter. No
+#: event topic is in two families' filters: a message two of one bridge's demand subscriptions
+#: match is a disagreement found and not modelled (docs/coverage.md)
 FAMILIES = [
     {"name": "fx", "topic": "x/#", "events": ["x/e"], "from": "agents", "to": "agents"},
-    {"name": "fy", "topic": "y/#", "events": ["y/e", "y/f/g"], "from": "agents", "to": "agents"},
+    {"name": "fy", "topic": "y/#", "events": ["y/g", "y/f/g"], "from": "agents", "to": "agents"},
     {"name": "fw", "topic": "+/e", "events": ["z/e"], "from": "agents", "to": "agents"},
 ]
 ENTRIES = ["x.>", "y.>", "x.e", "y.f.g", "*.e", "y.*", "z.>", ">"]
