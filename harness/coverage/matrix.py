@@ -54,18 +54,16 @@ def _family_cell(p: PathPrediction, r: RowResult) -> dict[str, Any]:
 
 def contradiction(p: PathPrediction, found: dict[str, Any], r: RowResult) -> str:
     """How the run contradicts the flow's prediction ("" when it does not): predicted blocked but
-    delivered, or predicted routable but nothing delivered in a row with no fault."""
-    delivered, expected = int(found.get("delivered") or 0), int(found.get("expected") or 0)
+    delivered, or predicted routable but lost in a row with no fault (and not by its agents)."""
+    delivered, lost = int(found.get("delivered") or 0), int(found.get("lost") or 0)
     if not p.routable and delivered > 0:
         return f"prediction wrong: predicted blocked ({p.why}), delivered {delivered}"
-    if (
-        p.routable
-        and r.row.fault == "baseline"
-        and found.get("state") == "lost"
-        and expected
-        and not delivered
-    ):
-        return f"prediction wrong: predicted routable ({p.why}), nothing delivered with no fault"
+    agents = any(k.endswith(":agent") for k in found.get("blame") or {})
+    if p.routable and r.row.fault == "baseline" and found.get("state") == "lost" and lost and not agents:
+        return (
+            f"prediction wrong: predicted routable ({p.why}), lost {lost} of {found.get('expected')} "
+            "with no fault"
+        )
     return ""
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.topology.destfilter import Block, Crossing, crossing, to_amq
+from harness.topology.destfilter import Block, Crossing, crossing, filter_matches, to_amq
 from harness.topology.model import Topology
 from harness.topology.routing import Hop, Reach, Tree, blocked, hops_of, routes
 from harness.topology.traffic import Family, families, flows
@@ -124,6 +124,7 @@ class _Router:
         self._adj: dict[tuple[tuple[bool, bool], ...], dict[str, list[tuple[Hop, bool]]]] = {}
         self._reach: dict[tuple[tuple[tuple[bool, bool], ...], str, frozenset[str], str | None], Reach] = {}
         self._tree: dict[str, Tree] = {}
+        self.subs: tuple[str, ...] = ()  # every family's subscription (predict_traffic sets them)
 
     def crossings(self, tr: _Traffic) -> dict[int, Crossing]:
         """The narrowing hops' verdicts on `tr` (every other hop carries everything)."""
@@ -246,12 +247,36 @@ class _Router:
                     f"path {src} → {dst} has {len(good)} routes and a bridge without conduit_subscriptions: "
                     "topic messages arrive more than once"
                 )
+        fold = self._fold(r, tr)
+        if fold:
+            warnings.append(fold)
         if any(h.dynamic_only for h in r):
             warnings.append(
                 f"path {src} → {dst} crosses a dynamicOnly bridge: an offline durable subscriber's "
                 "messages wait on the source until it is back"
             )
         return tuple(warnings)
+
+    def _fold(self, r: list[Hop], tr: _Traffic) -> str:
+        """A conduit bridge folds a new consumer into an existing demand subscription whose filter
+        matches its destination (ConduitBridge L59-102; a consumer's `*` matches any level of a
+        `>` filter, PrefixDestinationFilter L79-81): when another family's demand (`x.>`) would
+        absorb this one's (`*.e`) without its topics, what crosses depends on which consumer's
+        advisory arrives first (measured both ways): the prediction cannot tell."""
+        for h in r:
+            if not h.conduit:
+                continue
+            for other in self.subs:
+                if other == tr.sub or not filter_matches(other, tr.sub):
+                    continue
+                if all(filter_matches(other, e) for e in tr.events):
+                    continue
+                if crossing(h.lists, other, ()).block is None:
+                    return (
+                        f"path {r[0].src} → {r[-1].dst} [{tr.family}] may lose it: on {h.bridge}, demand for "
+                        f"`{other}` can absorb `{tr.sub}` (conduitSubscriptions; which arrives first decides)"
+                    )
+        return ""
 
 
 _PASS = Crossing(None)
@@ -288,6 +313,7 @@ def predict_traffic(topology: Topology) -> list[PathPrediction]:
     for x in fl:  # every consumer group of a family runs at once: each pulls the family to itself
         consumers.setdefault(x.family, set()).add(x.target)
     fams = {f.name: _traffic(f, frozenset(consumers.get(f.name, ()))) for f in families(topology)}
+    router.subs = tuple(dict.fromkeys(tr.sub for tr in fams.values()))
     return [router.predict_from(x.source, [x.target], fams[x.family])[0] for x in fl]
 
 

@@ -121,9 +121,9 @@ class Reach:
     `consumers`: the groups whose own consumers of the traffic pull messages to them, so the
     demand a route needs starts again there (only messageTTL counts from the source). `barred`:
     a group whose consumers' demand the source already holds on a bridge that refuses the
-    message; with suppressDuplicateTopicSubscriptions the same demand arriving by another route
+    message; with suppressDuplicateTopicSubscriptions the same demand relayed by another group
     is dropped (DemandForwardingBridgeSupport.duplicateSuppressionIsRequired), so a route to it
-    must pass a consumer group first."""
+    must pass a consumer group first (a second direct bridge is no relay: measured)."""
 
     def __init__(
         self,
@@ -149,7 +149,7 @@ class Reach:
                     c = cap if static else min(cap, h.consumer_ttl + pos - 1)
                     if c < pos:
                         continue
-                    tainted = u[1] or (barred is not None and pos == 1 and not static)
+                    tainted = u[1] or (barred is not None and pos == 1 and not static and h.dst != barred)
                     if h.dst in consumers and h.dst != barred:
                         c, tainted = _BIG, False  # its own consumers' demand brings the message here
                     key = (h.dst, tainted)

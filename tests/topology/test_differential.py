@@ -96,6 +96,8 @@ def disagreements(data: dict[str, Any], work: Path) -> list[str]:
     out = []
     for key, p in preds.items():
         fam = next(f for f in fams if f.name == key[0])
+        if any("may lose it" in w for w in p.warnings):
+            continue  # the prediction says it cannot tell (a conduit bridge's fold; docs/coverage.md)
         arrived = got[key]
         delivered = arrived == frozenset(fam.events)
         if delivered != p.routable:
