@@ -49,6 +49,11 @@ class Block:
         msg = f" (its topic {self.topic})" if self.topic else ""
         if self.kind == "staticBridge":
             return f"{self.bridge} is a staticBridge: it forwards no demand and includes nothing{self.where}"
+        if self.kind == "conduit":
+            return (
+                f"{self.bridge} folds the demand into its statically included `{self.pattern}` "
+                f"(conduitSubscriptions), which does not carry {self.topic}{self.where}"
+            )
         what = {
             "excludedDestinations": "excluded by",
             "dynamicallyIncludedDestinations": "not in",
@@ -97,6 +102,7 @@ class Lists:
     filter_where: tuple[str | None, int | None] = (None, None)
     static_bridge: bool = False
     static_where: tuple[str | None, int | None] = (None, None)
+    conduit: bool = True  # conduitSubscriptions: a new demand folds into a matching existing one
 
     @property
     def narrows(self) -> bool:
@@ -180,6 +186,13 @@ def crossing(lists: Lists, sub: str, events: Sequence[str]) -> Crossing:
     usable = [d for d in _topics(lists.static) if permissible(lists, d.name) is None]
     if per_message is None and events and all(any(filter_matches(d.name, e) for d in usable) for e in events):
         return Crossing(None, static=True)
+    # a static subscription exists from the start: a conduit bridge folds demand it matches into it
+    # (ConduitBridge.addToAlreadyInterestedConsumers), so only the topics it covers cross (measured)
+    folding = [d for d in usable if lists.conduit and filter_matches(d.name, sub)]
+    left = [e for e in events if not any(filter_matches(d.name, e) for d in folding)]
+    if folding and left:
+        d = folding[0]
+        return Crossing(Block(lists.bridge, "conduit", d.name, d.file, d.line, left[0]))
     if lists.static_bridge:
         if lists.static:
             return Crossing(_listed(lists, LIST_NAMES["static"], lists.static))

@@ -12,7 +12,7 @@ bridges, not with pairs x routes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from harness.topology.destfilter import Block, Crossing, crossing, filter_matches, to_amq
@@ -158,7 +158,13 @@ class _Router:
             return None
         for h in self.hops_from.get(src, ()):
             c = cross.get(id(h))
-            if h.dst == dst and c is not None and c.block is not None and c.block.topic:
+            if (
+                h.dst == dst
+                and c is not None
+                and c.block is not None
+                and c.block.topic
+                and c.block.kind != "conduit"
+            ):
                 return c.block
         return None
 
@@ -180,7 +186,7 @@ class _Router:
                 )
             elif dst in reach.found:
                 out.append(self._routed(src, dst, must, reach, tr))
-            elif barred is not None:
+            elif barred is not None and dst in self.reach(tr, src).found:  # only a relayed route left
                 why = (
                     f"{barred.describe()}; the same consumers' demand by another route is suppressed "
                     "(suppressDuplicateTopicSubscriptions)"
@@ -190,6 +196,9 @@ class _Router:
                 )
             else:
                 out.append(self._refused(src, dst, must, connected, tr))
+            b = out[-1].blocked_by
+            if b is not None and b.topic and b.kind != "conduit":
+                out[-1] = replace(out[-1], warnings=(*out[-1].warnings, _stall(b, tr.sub)))
         return out
 
     def _routed(self, src: str, dst: str, must: Must, reach: Reach, tr: _Traffic) -> PathPrediction:
@@ -280,6 +289,16 @@ class _Router:
 
 
 _PASS = Crossing(None)
+
+
+def _stall(b: Block, sub: str) -> str:
+    """A bridge that takes the demand but refuses the message neither forwards nor acks it
+    (DemandForwardingBridgeSupport L1229, no `else`; measured: 1,100 refused messages stopped the
+    permitted ones, 990 did not)."""
+    return (
+        f"{b.bridge} takes the demand `{sub}` but refuses {b.topic} per message without acking it: "
+        f"after prefetchSize (1000) such messages it forwards nothing more under `{sub}`"
+    )
 
 
 def _via(r: list[Hop]) -> str:

@@ -83,6 +83,7 @@ def hops_of(topology: Topology) -> list[Hop]:
                 _where(b, "destinationFilter"),
                 bool(kw["static_only"]),
                 _where(b, "staticBridge"),
+                b.conduit_subscriptions,
             )
             out.append(Hop(s, d, lab, lists=lists, **kw))  # type: ignore[arg-type]
     return out

@@ -14,7 +14,7 @@ import pytest
 from tests.cli.support import ROOT, bfh
 from tests.cli.test_validate import running_under
 
-pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.extended]
+pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.extended, pytest.mark.timeout(900)]
 
 
 def test_a_contradicted_prediction_is_a_finding(tmp_path: Path) -> None:
