@@ -125,6 +125,7 @@ class _Router:
         self._reach: dict[tuple[tuple[tuple[bool, bool], ...], str, frozenset[str], str | None], Reach] = {}
         self._tree: dict[str, Tree] = {}
         self.subs: tuple[str, ...] = ()  # every family's subscription (predict_traffic sets them)
+        self._folders: dict[_Traffic, list[str]] = {}  # other families' demand that can absorb one's
 
     def crossings(self, tr: _Traffic) -> dict[int, Crossing]:
         """The narrowing hops' verdicts on `tr` (every other hop carries everything)."""
@@ -175,9 +176,10 @@ class _Router:
 
     def predict_from(self, src: str, dsts: list[str], tr: _Traffic) -> list[PathPrediction]:
         out = []
+        plain = self.reach(tr, src)
         for dst in dsts:
             barred = self.refused_direct(tr, src, dst) if self.narrow and src != dst else None
-            reach = self.reach(tr, src, dst if barred else None)
+            reach = self.reach(tr, src, dst) if barred else plain
             connected = self.comp[src] == self.comp[dst]
             must = _must(self.t, src, dst, connected, tr.family)
             if src == dst:
@@ -186,7 +188,7 @@ class _Router:
                 )
             elif dst in reach.found:
                 out.append(self._routed(src, dst, must, reach, tr))
-            elif barred is not None and dst in self.reach(tr, src).found:  # only a relayed route left
+            elif barred is not None and dst in plain.found:  # only a relayed route is left
                 why = (
                     f"{barred.describe()}; the same consumers' demand by another route is suppressed "
                     "(suppressDuplicateTopicSubscriptions)"
@@ -272,14 +274,18 @@ class _Router:
         `>` filter, PrefixDestinationFilter L79-81): when another family's demand (`x.>`) would
         absorb this one's (`*.e`) without its topics, what crosses depends on which consumer's
         advisory arrives first (measured both ways): the prediction cannot tell."""
-        for h in r:
+        if tr not in self._folders:
+            self._folders[tr] = [
+                o
+                for o in self.subs
+                if o != tr.sub
+                and filter_matches(o, tr.sub)
+                and not all(filter_matches(o, e) for e in tr.events)
+            ]
+        for h in r if self._folders[tr] else ():
             if not h.conduit:
                 continue
-            for other in self.subs:
-                if other == tr.sub or not filter_matches(other, tr.sub):
-                    continue
-                if all(filter_matches(other, e) for e in tr.events):
-                    continue
+            for other in self._folders[tr]:
                 if crossing(h.lists, other, ()).block is None:
                     return (
                         f"path {r[0].src} → {r[-1].dst} [{tr.family}] may lose it: on {h.bridge}, demand for "
