@@ -1,6 +1,6 @@
-"""`bfh validate` names a prediction its run contradicts: tests/fixtures/prediction is a plain
-bridge a -> b carrying two families whose filters both match one event (y/e is `y/#` and `+/e`);
-ActiveMQ then forwards no `+/e` topic a -> b, while the prediction says it routes. Real brokers,
+"""`bfh validate` names a prediction its run contradicts: tests/fixtures/prediction is a bridge
+a -> b whose destinationFilter admits only `*.e` consumers' advisories; the prediction blocks
+family x (`x/#`) there, and ActiveMQ delivers it while a `*.e` consumer is on b. Real brokers,
 the baseline row."""
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ def test_a_contradicted_prediction_is_a_finding(tmp_path: Path) -> None:
     assert p.returncode == 1, p.stderr[-3000:]
     m = json.loads(p.stdout)
     assert any(
-        x.startswith("baseline / a->b [w]: prediction wrong: predicted routable") for x in m["prediction"]
+        x.startswith("baseline / a->b [x]: prediction wrong: predicted blocked") for x in m["prediction"]
     ), m["prediction"]
     cell = m["rows"][0]["cells"]["a->b"]
-    assert "prediction wrong: w" in cell["text"] and cell["ok"] is False, cell["text"]
+    assert "prediction wrong: x" in cell["text"] and cell["ok"] is False, cell["text"]
     cases = [tc for tc in ET.parse(junit).getroot().iter("testcase") if tc.get("classname") == "prediction"]
-    assert any(tc.get("name") == "baseline / a->b [w]" and tc.find("failure") is not None for tc in cases)
+    assert any(tc.get("name") == "baseline / a->b [x]" and tc.find("failure") is not None for tc in cases)
     assert not running_under(tmp_path)
