@@ -305,3 +305,23 @@ def test_refused_messages_past_the_prefetch_stop_the_permitted_ones(tmp_path: Pa
     oks = [m for m in got if m.startswith("ok")]
     assert not [m for m in got if m.startswith("s")]
     assert len(oks) == (5 if refused < 1000 else 0), (refused, oks)
+
+
+@pytest.mark.parametrize(
+    ("topic", "event"),
+    [
+        ("+/+/#", "BfhProbe/BfhProbe/BfhProbeEvent"),
+        ("+/e", "BfhProbe/e"),
+        ("a/b", "a/b"),
+        ("x/#", "x/BfhProbeEvent"),
+    ],
+)
+def test_a_family_without_events_gets_a_probe_its_filter_matches(topic: str, event: str) -> None:
+    data = {
+        "name": "probe",
+        "groups": [{"name": "a", "kind": "standalone"}],
+        "traffic": {"families": [{"name": "f", "topic": topic, "from": "agents", "to": "agents"}]},
+    }
+    t = parse_topology(data, "probe")  # used to fail at traffic.families[0].events[0], never written
+    assert t.traffic is not None and t.traffic.families is not None
+    assert t.traffic.families[0].event_topics() == [event]
