@@ -1,7 +1,7 @@
 """`bfh validate` names a prediction its run contradicts: tests/fixtures/prediction is a bridge
 a -> b whose destinationFilter admits only `*.e` consumers' advisories; the prediction blocks
-family x (`x/#`) there, and ActiveMQ delivers it while a `*.e` consumer is on b. Real brokers,
-the baseline row."""
+family x (`x/#`) there, and ActiveMQ delivers x/e all the same: family w's `*.e` demand carries
+it. Real brokers, the baseline row."""
 
 from __future__ import annotations
 
