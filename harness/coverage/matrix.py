@@ -47,8 +47,25 @@ def _family_cell(p: PathPrediction, r: RowResult) -> dict[str, Any]:
     notes = notes if found["state"] == "lost" else []
     if not p.routable and found["state"] not in ("ok", "quiet"):  # quiet: as predicted, and passes
         notes.append("not routable, predicted")
-    text = describe(found) + (f" ({', '.join(notes)})" if notes else "")
-    return {**base, **found, "text": text, "ok": bool(found["ok"]) if p.must != "report" else None}
+    wrong = contradiction(p, found, r)
+    text = describe(found) + (f" ({', '.join(notes)})" if notes else "") + (f"; {wrong}" if wrong else "")
+    cell = {**base, **found, "text": text, "ok": bool(found["ok"]) if p.must != "report" else None}
+    return {**cell, "prediction": wrong} if wrong else cell
+
+
+def contradiction(p: PathPrediction, found: dict[str, Any], r: RowResult) -> str:
+    """How the run contradicts the flow's prediction ("" when it does not): predicted blocked but
+    delivered, or predicted routable but lost in a row with no fault (and not by its agents)."""
+    delivered, lost = int(found.get("delivered") or 0), int(found.get("lost") or 0)
+    if not p.routable and delivered > 0:
+        return f"prediction wrong: predicted blocked ({p.why}), delivered {delivered}"
+    agents = any(k.endswith(":agent") for k in found.get("blame") or {})
+    if p.routable and r.row.fault == "baseline" and found.get("state") == "lost" and lost and not agents:
+        return (
+            f"prediction wrong: predicted routable ({p.why}), lost {lost} of {found.get('expected')} "
+            "with no fault"
+        )
+    return ""
 
 
 def _fragment(c: dict[str, Any]) -> str:
@@ -66,6 +83,14 @@ def _fragment(c: dict[str, Any]) -> str:
 
 
 def _path_cell(preds: list[PathPrediction], r: RowResult) -> dict[str, Any]:
+    cell = _measured_cell(preds, r)
+    wrong = [f for f, c in cell["families"].items() if c.get("prediction")]
+    if wrong:  # the model was wrong on this path: the cell says so and fails
+        cell = {**cell, "text": f"{cell['text']}; prediction wrong: {', '.join(wrong)}", "ok": False}
+    return cell
+
+
+def _measured_cell(preds: list[PathPrediction], r: RowResult) -> dict[str, Any]:
     fams = {p.family or p.key: _family_cell(p, r) for p in preds}
     live = [c for c in fams.values() if c["state"] != "not_routable"]
     counts = {k: sum(int(c.get(k) or 0) for c in live) for k in COUNTS}
@@ -160,6 +185,15 @@ def build(cov: Coverage) -> dict[str, Any]:
             }
         )
     code, summary = _outcome(rows)
+    wrong = [
+        f"{r['key']} / {k} [{fam}]: {fc['prediction']}"
+        for r in rows
+        for k, c in r["cells"].items()
+        for fam, fc in (c.get("families") or {}).items()
+        if fc.get("prediction")
+    ]
+    if wrong and code == 0:
+        code = 1  # the harness's own model was wrong: a finding, like a broken promise
     warnings = path_warnings(cov.predictions) + workload.caveats(
         workload.measured(cov.topology, cov.predictions)
     )
@@ -172,6 +206,7 @@ def build(cov: Coverage) -> dict[str, Any]:
         "budget_s": cov.budget_s,
         "paths": [_column(key, preds) for key, preds in paths.items()],
         "warnings": list(dict.fromkeys(warnings)),
+        "prediction": wrong,  # flows whose measurement contradicts their prediction
         "runs": sum(1 for r in rows if r["verdict"] != "not_run"),
         "cells": sum(len(r["cells"]) for r in rows),
         **summary,
@@ -224,6 +259,12 @@ def write_junit(m: dict[str, Any], out: Path) -> Path:
                     continue
                 counts["tests"] += 1
                 _case(suite, r, name, c, counts)
+    for finding in m.get("prediction") or []:
+        counts["tests"] += 1
+        counts["failures"] += 1
+        where, _, what = finding.partition(": ")
+        tc = ET.SubElement(suite, "testcase", classname="prediction", name=where)
+        ET.SubElement(tc, "failure", message=f"{where}: {what}").text = what
     for k, v in counts.items():
         suite.set(k, str(v))
     return outfile.write_text(out, ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n")

@@ -49,6 +49,11 @@ class Block:
         msg = f" (its topic {self.topic})" if self.topic else ""
         if self.kind == "staticBridge":
             return f"{self.bridge} is a staticBridge: it forwards no demand and includes nothing{self.where}"
+        if self.kind == "conduit":
+            return (
+                f"{self.bridge} folds the demand into its statically included `{self.pattern}` "
+                f"(conduitSubscriptions), which does not carry {self.topic}{self.where}"
+            )
         what = {
             "excludedDestinations": "excluded by",
             "dynamicallyIncludedDestinations": "not in",
@@ -97,6 +102,7 @@ class Lists:
     filter_where: tuple[str | None, int | None] = (None, None)
     static_bridge: bool = False
     static_where: tuple[str | None, int | None] = (None, None)
+    conduit: bool = True  # conduitSubscriptions: a new demand folds into a matching existing one
 
     @property
     def narrows(self) -> bool:
@@ -133,11 +139,16 @@ def advisory_filter(lists: Lists) -> list[str]:
     composite name (only the first part gets the advisory prefix)."""
     if lists.destination_filter is None:
         if lists.dynamic:
-            return [f"{ADVISORY_PREFIX}{d.kind.title()}.{d.name}" for d in lists.dynamic]
+            # a composite entry's later parts follow a comma: no prefix, so no advisory matches them
+            return [
+                d.name if d.composite_tail else f"{ADVISORY_PREFIX}{d.kind.title()}.{d.name}"
+                for d in lists.dynamic
+            ]
         return [ADVISORY_PREFIX + ">"]
     f = lists.destination_filter
     f = f if f.startswith(ADVISORY_PREFIX) else ADVISORY_PREFIX + f
-    return f.split(",")
+    # ActiveMQDestination.setPhysicalName trims the whole name and each composite part
+    return [p.strip() for p in f.strip().split(",") if p.strip()]
 
 
 def demand_refused(lists: Lists, sub: str) -> Block | None:
@@ -149,6 +160,11 @@ def demand_refused(lists: Lists, sub: str) -> Block | None:
         if not any(filter_matches(p, advisory) for p in advisory_filter(lists)):
             file, line = lists.filter_where
             return Block(lists.bridge, "destinationFilter", lists.destination_filter, file, line)
+    elif any(d.composite_tail for d in lists.dynamic):
+        advisory = f"{ADVISORY_PREFIX}Topic.{sub}"
+        if not any(filter_matches(p, advisory) for p in advisory_filter(lists)):
+            heads = [d for d in lists.dynamic if not d.composite_tail]
+            return _listed(lists, LIST_NAMES["dynamic"], heads or lists.dynamic)
     return permissible(lists, sub)
 
 
@@ -170,6 +186,13 @@ def crossing(lists: Lists, sub: str, events: Sequence[str]) -> Crossing:
     usable = [d for d in _topics(lists.static) if permissible(lists, d.name) is None]
     if per_message is None and events and all(any(filter_matches(d.name, e) for d in usable) for e in events):
         return Crossing(None, static=True)
+    # a static subscription exists from the start: a conduit bridge folds demand it matches into it
+    # (ConduitBridge.addToAlreadyInterestedConsumers), so only the topics it covers cross (measured)
+    folding = [d for d in usable if lists.conduit and filter_matches(d.name, sub)]
+    left = [e for e in events if not any(filter_matches(d.name, e) for d in folding)]
+    if folding and left:
+        d = folding[0]
+        return Crossing(Block(lists.bridge, "conduit", d.name, d.file, d.line, left[0]))
     if lists.static_bridge:
         if lists.static:
             return Crossing(_listed(lists, LIST_NAMES["static"], lists.static))

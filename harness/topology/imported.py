@@ -87,15 +87,17 @@ def _shares_store(confs: list[Any]) -> bool:
 
 
 def _bridges(t: Topology) -> list[Bridge]:
-    """One bridge (for the plan's proxied links) per pair of groups a config's networkConnectors join."""
+    """One bridge per networkConnector and group it names: two connectors between one pair of
+    groups are two bridges in ActiveMQ (each its own demand and filters), and in the prediction."""
     members = {m: g.name for g in t.groups for m in g.member_names()}
-    found: dict[tuple[str, str], str] = {}
-    routing: dict[tuple[str, str], dict[str, Any]] = {}
+    found: list[tuple[str, str, str, dict[str, Any]]] = []
     for g in t.groups:
         if not g.config:
             continue
+        done: set[str] = set()  # a pair's connectors come from the first member file naming it
         for f in dict.fromkeys(member_files(g)):
             conf = parse(f)
+            mine: list[tuple[str, str, dict[str, Any]]] = []
             for n in network_connectors(conf):
                 uri = n.attrs.get("uri", "")
                 if n.tag != "networkConnector" or uri.startswith("multicast:"):
@@ -113,18 +115,38 @@ def _bridges(t: Topology) -> list[Bridge]:
                         form = "static-list"
                     else:
                         form = "static"
-                    found.setdefault((g.name, tg), form)
-                    routing.setdefault((g.name, tg), _routing(n, conf))
+                    mine.append((tg, form, _routing(n, conf)))
+            mine = _one_duplex_per_name(mine)
+            for tg, form, routing in mine:
+                if tg not in done:
+                    found.append((g.name, tg, form, routing))
+            done.update(tg for tg, _, _ in mine)
     out = []
-    for (src, tgt), form in found.items():
+    per_pair: dict[tuple[str, str], int] = {}
+    for src, tgt, form, routing in found:
         if form == "masterslave" and t.group(tgt).size < 2:
             form = "static"
-        out.append(
-            Bridge.model_validate(
-                {"from": src, "to": tgt, "uri": form, "name": f"import-{src}-{tgt}", **routing[(src, tgt)]}
-            )
-        )
+        k = per_pair[(src, tgt)] = per_pair.get((src, tgt), 0) + 1
+        name = f"import-{src}-{tgt}" + (f"-{k}" if k > 1 else "")
+        out.append(Bridge.model_validate({"from": src, "to": tgt, "uri": form, "name": name, **routing}))
     return out
+
+
+def _one_duplex_per_name(
+    conns: list[tuple[str, str, dict[str, Any]]],
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """The remote broker keeps one duplex bridge per `name@brokerId` and stops the older
+    (TransportConnection.processBrokerInfo): of duplex connectors with one name (default `NC`) to
+    one group, the last started carries traffic (confcheck warns)."""
+    last: dict[tuple[str, str], int] = {}
+    for i, (tg, _, r) in enumerate(conns):
+        if r.get("duplex"):
+            last[(tg, r["origin"].get("name", "NC"))] = i
+    return [
+        c
+        for i, c in enumerate(conns)
+        if not c[2].get("duplex") or last[(c[0], c[2]["origin"].get("name", "NC"))] == i
+    ]
 
 
 #: networkConnector attributes the delivery-path prediction reads (harness/coverage/paths.py)
@@ -146,6 +168,18 @@ def _attr_line(n: Any, conf: Any, attr: str) -> int:
     return n.line + (tag[:at].count(b"\n") if at >= 0 else 0)
 
 
+def _entries(d: Any, conf: Any) -> list[dict[str, Any]]:
+    """A list entry as ActiveMQDestination.setPhysicalName reads it: trimmed, and a composite
+    (`a.>,b.>`) split into its parts, each trimmed (empty parts skipped)."""
+    parts = [p.strip() for p in d.attrs.get("physicalName", "").split(",")]
+    out = []
+    for k, name in enumerate(p for p in parts if p):
+        if AMQ_NAME.match(name):
+            e = {"name": name, "kind": d.tag, "file": str(conf.path), "line": d.line}
+            out.append({**e, "composite_tail": True} if k else e)
+    return out
+
+
 def _routing(n: Any, conf: Any) -> dict[str, Any]:
     """The routing settings of an imported networkConnector, as the Bridge model spells them
     (the member's own file is what the broker runs; these feed the path prediction), with the
@@ -155,20 +189,15 @@ def _routing(n: Any, conf: Any) -> dict[str, Any]:
     where = {"networkConnector": f"{conf.path}:{n.line}"}
     if a.get("name"):
         where["name"] = a["name"]  # the connector's own name labels it in warnings
-    where.update({k: f"{conf.path}:{_attr_line(n, conf, k)}" for k in _ROUTING_ATTRS if k in a})
+    where.update(
+        {k: f"{conf.path}:{_attr_line(n, conf, k)}" for k in (*_ROUTING_ATTRS, "networkTTL") if k in a}
+    )
     out["origin"] = where
     for c in n.children:
         field = _LISTS.get(c.tag) if c.amq else None
         if field:
             out[field] = [
-                {
-                    "name": d.attrs.get("physicalName", ""),
-                    "kind": d.tag,
-                    "file": str(conf.path),
-                    "line": d.line,
-                }
-                for d in c.children
-                if d.amq and d.tag in ("topic", "queue") and AMQ_NAME.match(d.attrs.get("physicalName", ""))
+                e for d in c.children if d.amq and d.tag in ("topic", "queue") for e in _entries(d, conf)
             ]
     if a.get("duplex", "").lower() == "true":
         out["duplex"] = True
@@ -178,6 +207,13 @@ def _routing(n: Any, conf: Any) -> dict[str, Any]:
     if ttl.isdigit() and 1 <= int(ttl) <= 32:
         out["network_ttl"] = int(ttl)
     attrs = {k: a[k] for k in _ROUTING_ATTRS if k in a}
+    if "networkTTL" in a:
+        # xbean sets attributes in name order: networkTTL last, over consumerTTL and messageTTL
+        # (NetworkBridgeConfiguration.setNetworkTTL sets both); confcheck warns
+        attrs.update(consumerTTL=a["networkTTL"], messageTTL=a["networkTTL"])
+        where.update(
+            {k: where.get("networkTTL", f"{conf.path}:{n.line}") for k in ("consumerTTL", "messageTTL")}
+        )
     if attrs:
         out["attributes"] = attrs
     return out

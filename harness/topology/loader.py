@@ -114,6 +114,9 @@ def _problem_from_error(e: Any) -> list[Problem]:
         fix = "write true or false"
     elif etype in ("string_type", "string_too_short"):
         fix = "write a non-empty text value (quote it if YAML reads it as a number or boolean)"
+    elif etype == "too_long":
+        msg = f"{ctx.get('actual_length', 'too many'):,} items; at most {ctx.get('max_length', 0):,}"
+        fix = "fold entries into wildcards (`a.>`, `*.b`), or split the list"
     elif etype in ("list_type", "too_short"):
         fix = "write a YAML list with at least one `- ` item" if etype == "too_short" else "write a YAML list"
     elif etype in ("dict_type", "model_type", "model_attributes_type"):

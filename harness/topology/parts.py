@@ -274,6 +274,8 @@ class Group(Strict):
 
 #: an ActiveMQ destination name: dot-separated levels, `*` one level, `>` the rest
 AMQ_NAME_PATTERN = r"^(?:[A-Za-z0-9_$:#+-]+|\*)(?:\.(?:[A-Za-z0-9_$:#+-]+|\*))*(?:\.>)?$|^>$"
+#: entries per destination list: what an ops file holds (ActiveMQ sets no limit); past it, one error
+MAX_DESTINATIONS = 10_000
 DEST_LISTS = (
     "excluded_destinations",
     "dynamically_included_destinations",
@@ -289,6 +291,9 @@ class Destination(Strict):
     kind: Literal["topic", "queue"] = "topic"
     file: str | None = Field(default=None, exclude=True)
     line: StrictInt | None = Field(default=None, exclude=True)
+    #: a later part of a composite entry (`a.>,b.>`): ActiveMQ's advisory filter for it has no
+    #: prefix (NetworkBridgeConfiguration.getDestinationFilter), so it makes no dynamic demand
+    composite_tail: bool = Field(default=False, exclude=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -336,9 +341,13 @@ class Bridge(Strict):
     attributes: dict[str, str | int | bool] = Field(
         default_factory=dict, description="further networkConnector attributes, e.g. {syncDurableSubs: true}"
     )
-    excluded_destinations: list[Destination] = Field(default_factory=list, max_length=64)
-    dynamically_included_destinations: list[Destination] = Field(default_factory=list, max_length=64)
-    statically_included_destinations: list[Destination] = Field(default_factory=list, max_length=64)
+    excluded_destinations: list[Destination] = Field(default_factory=list, max_length=MAX_DESTINATIONS)
+    dynamically_included_destinations: list[Destination] = Field(
+        default_factory=list, max_length=MAX_DESTINATIONS
+    )
+    statically_included_destinations: list[Destination] = Field(
+        default_factory=list, max_length=MAX_DESTINATIONS
+    )
     origin: dict[str, str] = Field(
         default_factory=dict,
         exclude=True,

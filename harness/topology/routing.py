@@ -32,6 +32,7 @@ class Hop:
     conduit: bool = True
     dynamic_only: bool = False
     lists: Lists = field(default_factory=lambda: Lists(""))
+    suppress_duplicates: bool = True  # suppressDuplicateTopicSubscriptions (ActiveMQ's default: true)
 
 
 def _ttl(b: Bridge, name: str) -> int:
@@ -64,6 +65,10 @@ def hops_of(topology: Topology) -> list[Hop]:
             "destination_filter": None if flt is None else str(flt),
             "conduit": b.conduit_subscriptions,
             "dynamic_only": _truthy(b.attributes.get("dynamicOnly")),
+            "suppress_duplicates": str(
+                b.attributes.get("suppressDuplicateTopicSubscriptions", "true")
+            ).lower()
+            != "false",
         }
         ways = [(b.source, b.target, label)]
         if b.duplex:  # the responder on the target uses the owner's settings, lists included
@@ -78,6 +83,7 @@ def hops_of(topology: Topology) -> list[Hop]:
                 _where(b, "destinationFilter"),
                 bool(kw["static_only"]),
                 _where(b, "staticBridge"),
+                b.conduit_subscriptions,
             )
             out.append(Hop(s, d, lab, lists=lists, **kw))  # type: ignore[arg-type]
     return out
@@ -99,8 +105,10 @@ def routes(hops: list[Hop], src: str, dst: str) -> Iterator[list[Hop]]:
         frontier = nxt
 
 
-#: a search state: (cap, previous group, hop taken, first hop of the route)
-_State = tuple[int, str, "Hop | None", "Hop | None"]
+#: a search state's key: (group, carries a barred demand); a state: (cap, previous key, hop taken,
+#: first hop of the route)
+_Key = tuple[str, bool]
+_State = tuple[int, _Key, "Hop | None", "Hop | None"]
 
 
 class Reach:
@@ -109,39 +117,63 @@ class Reach:
     hops of consumerTTL + position - 1 (a route of k hops needs cap >= k, and messageTTL >=
     position on each hop); a state is kept only when its slack (cap - hops) beats every earlier
     one of that group: a longer walk with less slack reaches nothing more, and a walk that repeats
-    a group never beats its shortcut."""
+    a group never beats its shortcut.
 
-    def __init__(self, adj: dict[str, list[tuple[Hop, bool]]], src: str, limit: int) -> None:
-        best: dict[str, int] = {src: _BIG}
-        self.layers: list[dict[str, _State]] = [{src: (_BIG, src, None, None)}]
+    `consumers`: the groups whose own consumers of the traffic pull messages to them, so the
+    demand a route needs starts again there (only messageTTL counts from the source). `barred`:
+    a group whose consumers' demand the source already holds on a bridge that refuses the
+    message; with suppressDuplicateTopicSubscriptions the same demand relayed by another group
+    is dropped (DemandForwardingBridgeSupport.duplicateSuppressionIsRequired), so a route to it
+    must pass a consumer group first (a second direct bridge is no relay: measured)."""
+
+    def __init__(
+        self,
+        adj: dict[str, list[tuple[Hop, bool]]],
+        src: str,
+        limit: int,
+        consumers: frozenset[str] = frozenset(),
+        barred: str | None = None,
+    ) -> None:
+        start: _Key = (src, False)
+        best: dict[_Key, int] = {start: _BIG}
+        self.layers: list[dict[_Key, _State]] = [{start: (_BIG, start, None, None)}]
         self.found: dict[str, int] = {}
+        self._key: dict[str, _Key] = {}
         pos = 0
         while self.layers[-1] and pos < limit:
             pos += 1
-            nxt: dict[str, _State] = {}
+            nxt: dict[_Key, _State] = {}
             for u, (cap, _, _, first) in self.layers[-1].items():
-                for h, static in adj.get(u, ()):
+                for h, static in adj.get(u[0], ()):
                     if h.message_ttl < pos:
                         continue
                     c = cap if static else min(cap, h.consumer_ttl + pos - 1)
-                    if c < pos or c - pos <= best.get(h.dst, -1):
+                    if c < pos:
                         continue
-                    best[h.dst] = c - pos
-                    nxt[h.dst] = (c, u, h, first or h)
-            for v in nxt:
-                self.found.setdefault(v, pos)
+                    tainted = u[1] or (barred is not None and pos == 1 and not static and h.dst != barred)
+                    if h.dst in consumers and h.dst != barred:
+                        c, tainted = _BIG, False  # its own consumers' demand brings the message here
+                    key = (h.dst, tainted)
+                    if c - pos <= best.get(key, -1):
+                        continue
+                    best[key] = c - pos
+                    nxt[key] = (c, u, h, first or h)
+            for k in nxt:
+                if (k[0] != barred or not k[1]) and k[0] not in self.found:
+                    self.found[k[0]] = pos
+                    self._key[k[0]] = k
             self.layers.append(nxt)
 
     def ends(self, v: str) -> tuple[Hop, Hop]:
-        _, _, last, first = self.layers[self.found[v]][v]
+        _, _, last, first = self.layers[self.found[v]][self._key[v]]
         assert first is not None and last is not None
         return first, last
 
     def route(self, v: str) -> list[Hop]:
         out: list[Hop] = []
-        g = v
+        k = self._key[v]
         for i in range(self.found[v], 0, -1):
-            _, g, step, _ = self.layers[i][g]
+            _, k, step, _ = self.layers[i][k]
             assert step is not None  # only the source's own state has no hop
             out.append(step)
         return out[::-1]

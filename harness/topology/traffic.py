@@ -50,7 +50,8 @@ class Family(Strict):
     topic: Annotated[str, Field(min_length=1, max_length=200)]
     events: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
         default_factory=list,
-        description="the topics published to measure the family (default: <filter prefix>/BfhProbeEvent)",
+        description="the topics published to measure the family (default: <filter prefix>/BfhProbeEvent; "
+        "a `+` inside the filter a `BfhProbe` level)",
         max_length=16,
     )
     source: Ends = Field(alias="from")
@@ -72,8 +73,12 @@ class Family(Strict):
         """The concrete topics a producer publishes for this family."""
         if self.events:
             return list(self.events)
-        prefix = [lv for lv in self.topic.split("/") if lv not in ("#", "+")]
-        return ["/".join([*prefix, "BfhProbeEvent"])]
+        levels = self.topic.split("/")
+        if levels[-1] in ("#", "+") and "+" not in levels[:-1]:
+            return ["/".join([*levels[:-1], "BfhProbeEvent"])]
+        # a `+` inside (`+/+/#`) or no wildcard at all: one level per `+`, the probe for `#`
+        out = ["BfhProbe" if lv == "+" else lv for lv in levels if lv != "#"]
+        return ["/".join(out + ["BfhProbeEvent"] if levels[-1] == "#" else out)]
 
 
 class Traffic(Strict):

@@ -134,8 +134,28 @@ def test_matrix_cells_and_exit_codes(tmp_path: Path) -> None:
     rows = plan_rows(t, ["kill"], None)
     ok = [RowResult(r, tmp_path, "pass", cells=_cells(entries, {})) for r in rows]
     m = build(Coverage(t, preds, ok))
-    assert m["exit_code"] == 0 and m["verdict"] == "pass"
+    # b -> a has no bridge, yet every flow delivered: the run contradicts the prediction
+    assert m["exit_code"] == 1 and m["verdict"] == "fail"
     assert [p["key"] for p in m["paths"]] == ["a->a", "a->b", "b->a"]
+    assert m["rows"][0]["cells"]["b->a"]["text"] == "ok; prediction wrong: instance-status, initializer"
+    assert m["rows"][0]["cells"]["b->a"]["ok"] is False
+    assert m["prediction"][0] == (
+        "baseline / b->a [instance-status]: prediction wrong: predicted blocked (no bridge forwards "
+        "from b toward a (a bridge carries its owner's messages; duplex: true adds the way back)), "
+        "delivered 20"
+    )
+    assert {x.split(": ")[0].split(" / ")[1] for x in m["prediction"]} == {
+        "b->a [instance-status]",
+        "b->a [initializer]",
+    }
+    assert not m["failed_flows"]
+    junit = write_junit(m, tmp_path / "p.xml").read_text()
+    assert 'classname="prediction" name="baseline / b-&gt;a [instance-status]"' in junit
+    duplex = parse_topology({**TWO, "bridges": [{"from": "a", "to": "b", "duplex": True}]}, "t")
+    dpreds = predict_traffic(duplex)
+    good = [RowResult(r, tmp_path, "pass", cells=_cells(workload.measured(duplex, dpreds), {})) for r in rows]
+    m = build(Coverage(duplex, dpreds, good))
+    assert m["exit_code"] == 0 and m["verdict"] == "pass" and m["prediction"] == []
     assert m["rows"][0]["cells"]["b->a"]["text"] == "ok"
     assert set(m["rows"][0]["cells"]["a->b"]["families"]) == {
         "topology",
@@ -153,8 +173,8 @@ def test_matrix_cells_and_exit_codes(tmp_path: Path) -> None:
     assert cell["ok"] is False and cell["lost"] == 25
     assert cell["text"] == (
         "lost: instance-status 20 of 20 (not routable, predicted), "
-        "initializer 5 of 20 (not routable, predicted)"
-    )
+        "initializer 5 of 20 (not routable, predicted); prediction wrong: initializer"
+    ), "15 of initializer's 20 crossed where no bridge goes"
     assert cell["families"]["instance-status"]["state"] == "lost"
     assert m["failed_flows"] == ["baseline / b->a [instance-status]", "baseline / b->a [initializer]"]
     assert m["rows"][0]["cells"]["promises"]["text"] == "broken: at_least_once"
@@ -163,8 +183,8 @@ def test_matrix_cells_and_exit_codes(tmp_path: Path) -> None:
     assert 'name="a → b [topology]"' in junit
     assert "no bridge forwards from b toward a" in junit, "the failure says why, as predicted"
 
-    left = ok[:1] + [RowResult(r) for r in rows[1:]]  # the budget left the rest
-    m = build(Coverage(t, preds, left))
+    left = good[:1] + [RowResult(r) for r in rows[1:]]  # the budget left the rest
+    m = build(Coverage(duplex, dpreds, left))
     assert m["exit_code"] == 2 and m["verdict"] == "incomplete"
     assert "kill:a / a->b" in m["untested_cells"]
     assert m["rows"][1]["cells"]["a->b"]["text"] == "not exercised"
