@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.benchmark, pytest.mark.timeout(1800)]
 RUNS = int(os.environ.get("BENCH_RUNS", "7"))
 MSGS = int(os.environ.get("BENCH_MSGS", "3000"))
 PAYLOAD = 256
-TOPO = "name: bench\ngroups:\n  - name: solo\n    kind: standalone\n    connectors: [mqtt]\n"
+TOPO = "name: bench\ngroups:\n  - name: solo\n    kind: standalone\n    connectors: [mqtt, openwire]\n"
 
 
 def _start(run_dir: Path, account: bool) -> tuple[object, int]:
