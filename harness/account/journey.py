@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from harness.contracts import brokeraccount as ba
 INF = math.inf
 GAP_S = 2.0  # records dropped this close to a message's time may be its own
 REACTIVATION_S = 2.0  # a durable consumer added this close to an arrival races it
+VIRTUAL_QUEUE = re.compile(r"^queue://Consumer\.[^.]+\.VirtualTopic\.")
 HOPS = ("never_arrived", "not_forwarded", "not_dispatched", "not_acked", "acked", "gap")
 
 
@@ -145,7 +147,9 @@ class Account:
                 r.get("conn"),
                 r.get("dest"),
                 r.get("subscription"),
-                bool(r.get("durable")),
+                # a virtual topic's consumer queue (mqtt-virtual-topic-subscriptions) keeps what
+                # its subscription misses as a durable subscription does: no name, still durable
+                bool(r.get("durable")) or bool(VIRTUAL_QUEUE.match(str(r.get("dest")))),
                 bool(r.get("network")),
                 float(ts),
             )

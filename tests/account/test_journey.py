@@ -113,3 +113,13 @@ def test_never_arrived_and_a_gap(tmp_path: Path) -> None:
 
 def test_a_folder_without_an_account(tmp_path: Path) -> None:
     assert Account.load(tmp_path, GROUPS, {"m1"}) is None
+
+
+def test_a_virtual_topic_consumer_queue_is_durable(tmp_path: Path) -> None:
+    """mqtt-virtual-topic-subscriptions: a durable MQTT subscription is a queue consumer with no
+    subscription name; its queue keeps what it misses (the fleet topologies use it)."""
+    queue = "queue://Consumer.bfh-r-agent-s0:AT_LEAST_ONCE.VirtualTopic.t.>"
+    recs = [consumer(1, "c1", durable=False, dest=queue), GONE, msg(10, "arrived"),
+            consumer(20, "c2", durable=False, dest=queue)]  # fmt: skip
+    h = _account(tmp_path, recs).hop("m1", {SUB})
+    assert h.facts["durable_sub"] and h.facts["back_durable"], h
