@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.account.journey import Account, Hop, rec_line
+from harness.account.journey import Account, Consumer, Hop, rec_line
 from harness.faults.kinds import logged_names
 from harness.verdict import resubscribed as resub
 from harness.verdict.view import RunView
@@ -105,12 +105,23 @@ def missing(v: RunView, acc: Account, r: dict[str, Any]) -> tuple[str, str | Non
             h.lines.append(f"inside {cut}")
             return "fault", None, h
         return "broker", ("bridge-demand" if "demand_after" in h.facts else None), h
-    # not_dispatched
+    return _held(v, acc, h, agent, topic, ids)
+
+
+def _held(
+    v: RunView, acc: Account, h: Hop, agent: str, topic: str, ids: set[str]
+) -> tuple[str, str | None, Hop]:
+    """Never dispatched to the agent's consumer: the broker's while a consumer of its client id was
+    attached (unless the agent was stuck), or while its durable subscription came back."""
     f = h.facts
     if f.get("no_consumer_ever"):
         h.lines.append(f"{agent} never had a consumer of its client id at any broker")
         return "agent", None, h
     if f.get("attached"):
+        silent = _unlogged_removal(v, agent, topic, h.consumer, f["arrived"])
+        if silent:  # a stuck client: its prefetch full, never acked, expired by the broker
+            h.lines.append(silent)
+            return "agent", None, h
         race = "durable-reactivation" if "reactivated" in f else None
         stolen = _stolen(v, h.consumer.broker, ids, f["arrived"]) if h.consumer is not None else []
         if race is None and stolen:
@@ -118,6 +129,14 @@ def missing(v: RunView, acc: Account, r: dict[str, Any]) -> tuple[str, str | Non
             h.lines += stolen  # the broker's own `Stealing link` lines for that client id
         return "broker", race, h
     if f.get("durable_sub") and f.get("back_durable"):
+        cleaned = [
+            d
+            for d in acc.deleted
+            if d.get("client_id") in ids and f["arrived"] <= float(d["ts"]) <= f["back"]
+        ]
+        if cleaned:  # a clean session before the durable one came back threw the kept messages away
+            h.lines.append(f"a clean session deleted the durable subscription first: {rec_line(cleaned[0])}")
+            return "agent", None, h
         return "broker", "durable-backlog", h
     if f.get("durable_sub"):
         h.lines.append(f"{agent} never came back on that subscription's group")
@@ -129,18 +148,10 @@ def _in_flight(
 ) -> tuple[str, str | None, Hop]:
     c = h.consumer
     assert c is not None
-    sent, gone = float(h.facts["dispatched"]), float(h.facts["gone"])
-    role = f"subscriber:{topic}"
-    logged = [  # a loss the agent logged (C-9: not a shutdown, not a failed attempt)
-        x
-        for x in v.records.get(agent, [])
-        if x.get("event") == "disconnected"
-        and x.get("role") == role
-        and not str(x.get("reason", "")).startswith(NOT_LOSSES)
-        and sent - 1.0 <= x["ts"] <= gone + LOGGED_WITHIN_S
-    ]
-    if gone < float("inf") and not logged:
-        h.lines.append(f"the broker removed {c.client_id}'s consumer at {gone:.3f}; {agent} logged no loss")
+    sent = float(h.facts["dispatched"])
+    silent = _unlogged_removal(v, agent, topic, c, sent)
+    if silent:
+        h.lines.append(silent)
         return "agent", None, h
     if not c.durable:
         h.lines.append("the broker's subscription was not durable: nothing kept it for a reconnect")
@@ -151,6 +162,26 @@ def _in_flight(
         return "broker", None, h
     h.lines.append(f"{agent} never came back on its durable subscription")
     return "agent", None, h
+
+
+def _unlogged_removal(v: RunView, agent: str, topic: str, c: Consumer | None, since: float) -> str | None:
+    """The broker removed the agent's consumer after `since`, before the agent was stopped, and the
+    agent logged no loss of that connection (C-9: not a shutdown, not a failed attempt)."""
+    if c is None or c.end == float("inf"):
+        return None
+    stopped = (v.observations.get("agents_stopped_ts") or {}).get(agent)
+    if isinstance(stopped, int | float) and c.end >= float(stopped) - 1.0:
+        return None  # removed as the harness stopped the agent
+    role = f"subscriber:{topic}"
+    for x in v.records.get(agent, []):
+        if (
+            x.get("event") == "disconnected"
+            and x.get("role") == role
+            and not str(x.get("reason", "")).startswith(NOT_LOSSES)
+            and since - 1.0 <= x["ts"] <= c.end + LOGGED_WITHIN_S
+        ):
+            return None
+    return f"the broker removed {c.client_id}'s consumer at {c.end:.3f}; {agent} logged no loss"
 
 
 def _cut(v: RunView, t: Any, bridge: bool = False) -> str | None:
