@@ -29,7 +29,9 @@ NAMED: dict[str, tuple[str, set[str], set[str]]] = {
     "publisher_timeout_x1000": ("both-down-long", {"publisher_timeout"}, set()),
     # stuck on the black hole past the publications: what was published meanwhile is lost to it
     "no_connect_timeout": ("ordering", {"connect_timeout"}, {"recovery", "liveness", "at_least_once"}),
-    "shared_connection": ("one-connection-cut", {"independent_connections"}, set()),
+    # its subscriptions share one client id, none the contract's `-s<index>`: the broker's view
+    # confirms no claim by its client id (never by the destination alone)
+    "shared_connection": ("one-connection-cut", {"independent_connections"}, {"consumer_confirmed"}),
     "auth_tight_loop": ("wrong-password", {"bounded_retry"}, set()),
     # its claim while no broker serves is seen by the broker's view too (gated since issue 35)
     "subscribed_early": ("masterslave", {"subscription_confirmed"}, {"consumer_confirmed"}),

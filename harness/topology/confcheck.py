@@ -14,6 +14,7 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.topology import confbridges
 from harness.topology.activemq import BROKER_CHILDREN
 from harness.topology.amqxml import AMQ_NS, BEANS_NS, PROPERTY, ConfFile, Node, ParseFailure, parse
 from harness.topology.confread import (
@@ -36,9 +37,8 @@ from harness.topology.confread import (
 )
 from harness.topology.files import InputFileError
 from harness.topology.model import Group, Topology
-from harness.topology.parts import MAX_DESTINATIONS
 
-DEST_LIST_TAGS = ("excludedDestinations", "dynamicallyIncludedDestinations", "staticallyIncludedDestinations")
+DEST_LIST_TAGS = confbridges.DEST_LIST_TAGS
 # Catalog scenario that shows the static:(master,slave) bridge failing (see docs/ops.md).
 STATIC_LIST_SCENARIO = "network"
 UNSHAREABLE = {
@@ -255,83 +255,14 @@ class _Checker:
                 )
             names.setdefault(c.name, c)
 
-    def destinations(self, conf: ConfFile, n: Node) -> None:
-        """A connector's destination lists as ActiveMQ reads them: an empty physicalName stops
-        the broker (ActiveMQDestination.setPhysicalName: "a non-empty name is required"), and a
-        list longer than the harness reads is refused here."""
-        for lst in n.children:
-            if not lst.amq or lst.tag not in DEST_LIST_TAGS:
-                continue
-            entries = [d for d in lst.children if d.amq and d.tag in ("topic", "queue")]
-            if len(entries) > MAX_DESTINATIONS:
-                self.add(
-                    "error",
-                    conf,
-                    lst.line,
-                    f"<{lst.tag}> lists {len(entries):,} destinations; the harness reads at most "
-                    f"{MAX_DESTINATIONS:,} per list",
-                    "fold entries into wildcards (`a.>`, `*.b`)",
-                )
-            for d in entries:
-                if not d.attrs.get("physicalName", "").strip():
-                    self.add(
-                        "error",
-                        conf,
-                        d.line,
-                        f"<{d.tag}> with an empty physicalName: ActiveMQ refuses to start "
-                        "(Invalid destination name: a non-empty name is required)",
-                        "remove the entry, or name a destination",
-                    )
-
-    def ttl_order(self, conf: ConfFile, n: Node) -> None:
-        a = n.attrs
-        for k in ("consumerTTL", "messageTTL"):
-            if "networkTTL" in a and k in a and a[k].strip() != a["networkTTL"].strip():
-                self.add(
-                    "warning",
-                    conf,
-                    n.line,
-                    f'networkConnector {a.get("name") or a.get("uri", "")!r}: {k}="{a[k]}" has no effect: '
-                    f'networkTTL="{a["networkTTL"]}" sets it too and is applied after it (attributes are '
-                    "applied in name order; NetworkBridgeConfiguration.setNetworkTTL sets both)",
-                    f"drop networkTTL and write consumerTTL and messageTTL, or drop {k}",
-                )
-
-    def duplex_names(self, conf: ConfFile, g: Group) -> None:
-        """Two duplex connectors with one name to one group: the remote broker keys a duplex
-        bridge by `name@brokerId` and stops the older (TransportConnection.processBrokerInfo)."""
-        seen: dict[tuple[str, str], Node] = {}
-        for n in network_connectors(conf):
-            if not n.amq or n.tag not in NETWORK_CONNECTORS:
-                continue
-            if n.attrs.get("duplex", "").strip().lower() != "true":
-                continue
-            name = n.attrs.get("name") or "NC"
-            for m in ADDRESS.finditer(n.attrs.get("uri", "")):
-                member = lookup(self.t.hosts, m["host"], m["port"])
-                tg = self.members[member].name if member in self.members else None
-                if tg is None or tg == g.name:
-                    continue
-                first = seen.setdefault((name, tg), n)
-                if first is not n:
-                    self.add(
-                        "warning",
-                        conf,
-                        n.line,
-                        f"duplex networkConnectors on lines {first.line} and {n.line} both go to group "
-                        f"{tg!r} as {name!r}: its broker keeps one duplex bridge per name and stops the "
-                        "other, so only one of them carries traffic",
-                        "give each duplex networkConnector its own name",
-                    )
-
     def network(self, g: Group, conf: ConfFile) -> None:
         hosts = self.t.hosts
-        self.duplex_names(conf, g)
+        confbridges.duplex_names(self.add, conf, g, hosts, self.members)
         for n in network_connectors(conf):
             if not n.amq or n.tag not in NETWORK_CONNECTORS:
                 continue
-            self.destinations(conf, n)
-            self.ttl_order(conf, n)
+            confbridges.destinations(self.add, conf, n)
+            confbridges.ttl_order(self.add, conf, n)
             uri = n.attrs.get("uri", "")
             label = n.attrs.get("name") or uri
             if n.tag != "networkConnector" or uri.startswith("multicast:"):
