@@ -47,9 +47,15 @@ class Consumer:
     removed: float = INF
     gone: float = INF  # its connection removed
     gone_error: str | None = None
+    died: float = INF  # its broker replaced: a master started in its group after it (a kill leaves no record)
 
     @property
     def end(self) -> float:
+        return min(self.removed, self.gone, self.died)
+
+    @property
+    def removed_by_broker(self) -> float:
+        """When the broker itself removed it (the consumer or its connection), not its death."""
         return min(self.removed, self.gone)
 
     def attached(self, t0: float, t1: float | None = None) -> bool:
@@ -92,6 +98,7 @@ class Account:
         self.deleted: list[dict[str, Any]] = []
         self.unavailable: dict[str, str] = {}
         self.dropped: list[dict[str, Any]] = []
+        self.started: list[tuple[str | None, float]] = []  # (group, ts) of each broker_started
 
     # -- reading ---------------------------------------------------------------------------------
     @classmethod
@@ -127,6 +134,8 @@ class Account:
             gone = conns.get(f"{c.broker}|{c.conn}")
             if gone is not None and gone[0] >= c.added:
                 c.gone, c.gone_error = gone
+            group = _group_of(groups, c.broker)
+            c.died = min((t for g, t in acc.started if g == group and t > c.added), default=INF)
         return acc
 
     def _add(
@@ -166,6 +175,8 @@ class Account:
             conns.setdefault(f"{broker}|{r.get('conn')}", (float(ts), r.get("error")))
         elif ev == ba.SUBSCRIPTION_DELETED:
             self.deleted.append(r)
+        elif ev == ba.BROKER_STARTED:
+            self.started.append((_group_of(self.groups, broker), float(ts)))
 
     # -- questions -------------------------------------------------------------------------------
     def gap(self, brokers: Iterable[str | None], t: float | None) -> str | None:

@@ -167,10 +167,11 @@ def _in_flight(
 def _unlogged_removal(v: RunView, agent: str, topic: str, c: Consumer | None, since: float) -> str | None:
     """The broker removed the agent's consumer after `since`, before the agent was stopped, and the
     agent logged no loss of that connection (C-9: not a shutdown, not a failed attempt)."""
-    if c is None or c.end == float("inf"):
+    if c is None or c.removed_by_broker == float("inf"):
         return None
+    end = c.removed_by_broker
     stopped = (v.observations.get("agents_stopped_ts") or {}).get(agent)
-    if isinstance(stopped, int | float) and c.end >= float(stopped) - 1.0:
+    if isinstance(stopped, int | float) and end >= float(stopped) - 1.0:
         return None  # removed as the harness stopped the agent
     role = f"subscriber:{topic}"
     for x in v.records.get(agent, []):
@@ -178,10 +179,10 @@ def _unlogged_removal(v: RunView, agent: str, topic: str, c: Consumer | None, si
             x.get("event") == "disconnected"
             and x.get("role") == role
             and not str(x.get("reason", "")).startswith(NOT_LOSSES)
-            and since - 1.0 <= x["ts"] <= c.end + LOGGED_WITHIN_S
+            and since - 1.0 <= x["ts"] <= end + LOGGED_WITHIN_S
         ):
             return None
-    return f"the broker removed {c.client_id}'s consumer at {c.end:.3f}; {agent} logged no loss"
+    return f"the broker removed {c.client_id}'s consumer at {end:.3f}; {agent} logged no loss"
 
 
 def _cut(v: RunView, t: Any, bridge: bool = False) -> str | None:

@@ -123,3 +123,11 @@ def test_a_virtual_topic_consumer_queue_is_durable(tmp_path: Path) -> None:
             consumer(20, "c2", durable=False, dest=queue)]  # fmt: skip
     h = _account(tmp_path, recs).hop("m1", {SUB})
     assert h.facts["durable_sub"] and h.facts["back_durable"], h
+
+
+def test_a_consumer_on_a_killed_master_ends_when_a_new_master_starts(tmp_path: Path) -> None:
+    """A kill -9 leaves no consumer_removed: the group's next broker_started ends its consumers."""
+    started = {"ts": 5.0, "event": "broker_started", "broker": "a-2", "broker_id": "ID:a-2"}
+    recs = [consumer(1, "c1", broker="a-1"), started, msg(10, "arrived", broker="a-2")]
+    h = _account(tmp_path, recs).hop("m1", {SUB})
+    assert h.hop == "not_dispatched" and not h.facts["attached"] and h.facts["durable_sub"], h
