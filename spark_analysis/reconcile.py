@@ -28,6 +28,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,61 @@ from spark_analysis.session import master_of  # noqa: E402
 from spark_analysis.summary import assemble  # noqa: E402
 from spark_analysis.widepairs import classify_wide, wide_enough  # noqa: E402
 
-__all__ = ["InputError", "job_conf", "main", "reconcile", "run_dirs"]
+__all__ = ["DeadlineError", "InputError", "job_conf", "main", "reconcile", "run_dirs"]
+
+#: seconds one stage of the job may take (``BFH_RECONCILE_STAGE_S``): far past any measured stage
+#: (the 10M-message benchmark's longest, about 60 s), so only a stall reaches it
+STAGE_DEADLINE_S = 900.0
+
+
+class DeadlineError(RuntimeError):
+    """A stage of the job passed its deadline; its Spark jobs were cancelled. Exit status 2."""
+
+
+class _Watchdog:
+    """Cancels the session's Spark jobs when the current stage passes its deadline; the job then
+    ends in a DeadlineError naming the stage, never a silent wait (a local JVM starved beside a
+    CPU hog sat 4.5 minutes in one stage)."""
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+        try:
+            self.limit = float(os.environ.get("BFH_RECONCILE_STAGE_S") or STAGE_DEADLINE_S)
+        except ValueError:
+            self.limit = STAGE_DEADLINE_S
+        self.stage = ""
+        self.expired: str | None = None
+        self._timer: threading.Timer | None = None
+
+    def enter(self, stage: str) -> None:
+        self.check()
+        self.stop()
+        self.stage = stage
+        self._timer = threading.Timer(self.limit, self._expire, args=(stage,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _expire(self, stage: str) -> None:
+        self.expired = stage
+        for cancel in ("interruptAll", "sparkContext.cancelAllJobs"):  # Connect, then local
+            with contextlib.suppress(Exception):
+                target = self.spark
+                for part in cancel.split("."):
+                    target = getattr(target, part)
+                target()
+                return
+
+    def check(self) -> None:
+        if self.expired:
+            raise DeadlineError(
+                f"the reconcile's {self.expired!r} stage passed its {self.limit:g} s deadline "
+                "(BFH_RECONCILE_STAGE_S) and its Spark jobs were cancelled. Fix: reconcile the "
+                "run folder again on a less loaded machine (bfh reconcile RUN_DIR)"
+            )
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 def _shuffle_partitions(sources: list[RunSources]) -> int:
@@ -89,16 +144,43 @@ def run_job(
     Returns the summaries. ``classifier``: the pairs stage's classify(); by default the wide
     plan for runs with few subscriptions, else spark_analysis.pairs' (rows of matches and
     receipts: a fleet's)."""
-    from pyspark import StorageLevel
-
     timings: dict[str, float] = {}
     t = time.time()
+    watchdog = _Watchdog(spark)
+    order = ["stage", "facts", "messages", "aggregates", "output"]
 
     def tick(name: str) -> None:
         nonlocal t
         now = time.time()
         timings[name] = round(now - t, 3)
         t = now
+        following = order.index(name) + 1
+        if following < len(order):
+            watchdog.enter(order[following])
+        else:
+            watchdog.check()
+            watchdog.stop()
+
+    watchdog.enter("stage")
+    try:
+        return _run_stages(spark, inputs, policy, all_pairs, classifier, tick, timings)
+    except Exception:
+        watchdog.check()  # a stage cancelled by its deadline: that, not Spark's cancellation error
+        raise
+    finally:
+        watchdog.stop()
+
+
+def _run_stages(
+    spark: Any,
+    inputs: list[RunInput],
+    policy: Policy,
+    all_pairs: bool,
+    classifier: Any,
+    tick: Any,
+    timings: dict[str, float],
+) -> list[dict[str, Any]]:
+    from pyspark import StorageLevel
 
     sources = stage(
         spark, [i.run_dir for i in inputs], run_ids=[run_id_from_json(i.run_json) for i in inputs]
@@ -238,7 +320,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="reconcile", description="Reconcile broker-failover run folders.")
+    p = _Parser(prog="bfh reconcile", description="Reconcile broker-failover run folders.")
     p.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="run folder(s)")
     p.add_argument("--run-dir", action="append", default=[], dest="run_dir_opts", metavar="DIR")
     p.add_argument("--master", default=None, help="Spark master URL (default local[2])")
@@ -277,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             raise _ArgError("--max-duplicates must be a non-negative integer")
         policy = load_policy(args.policy, settle_s=args.settle_s, max_duplicates=args.max_duplicates)
         summaries = reconcile(dirs, policy=policy, master=args.master, all_pairs=args.all_pairs)
-    except (_ArgError, InputError, PolicyError) as exc:
+    except (_ArgError, InputError, PolicyError, DeadlineError) as exc:
         print(f"reconcile: error: {exc}", file=sys.stderr)
         return 2
     if not args.quiet:

@@ -147,14 +147,33 @@ def _launch_jvm(conf: dict[str, str]) -> None:
     log = Path(tempfile.gettempdir()) / f"bfh-spark-{os.getuid()}" / f"jvm-{os.getpid()}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     spark_conf = SparkConf(loadDefaults=False).setAll(list(conf.items()))
+    before = _children()
     with log.open("ab") as out:
         try:
             gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})
-        except BaseException:
-            sys.stderr.write(f"Spark did not start; its JVM's output ({log}):\n")
-            sys.stderr.write(log.read_text(errors="replace")[-3000:])
+        except BaseException as e:
+            _kill_new_children(before)  # an interrupted start leaves no JVM behind
+            if isinstance(e, Exception):  # an interrupt is reported by the caller, in one line
+                sys.stderr.write(f"Spark did not start; its JVM's output ({log}):\n")
+                sys.stderr.write(log.read_text(errors="replace")[-3000:])
             raise
     SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _children() -> set[int]:
+    import psutil
+
+    return {c.pid for c in psutil.Process().children(recursive=True)}
+
+
+def _kill_new_children(before: set[int]) -> None:
+    import psutil
+
+    for c in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            # only Spark's launcher and JVM: other threads may be starting brokers and agents
+            if c.pid not in before and any("spark" in a.lower() for a in c.cmdline()[:8]):
+                c.kill()
 
 
 def _remote_url() -> str | None:

@@ -54,15 +54,57 @@ def import_here() -> None:
 
 #: the warm-up thread's nice value, inherited by the Spark JVM it starts: the warm-up runs while the
 #: brokers fail over, and on two cores its JVM start took half a core from a 100-agent fleet's
-#: failover (acks late past the bound); the run's own processes come first
+#: failover (acks late past the bound); the run's own processes come first.
+#: ``BFH_WARMUP_NICE`` sets another (0: none).
 NICE = 10
+
+
+def nice() -> int:
+    try:
+        return max(0, min(19, int(os.environ.get("BFH_WARMUP_NICE") or NICE)))
+    except ValueError:
+        return NICE
 
 
 def _warm_up_niced(small: bool) -> None:
     # Linux: this thread only; the JVM it forks inherits it (lowering needs no privilege)
     with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice())
     warm_up(small)
+
+
+def unnice() -> bool:
+    """Give the warm-up's JVM (every one of its threads) the caller's nice again, once the run's
+    brokers and agents are done: a JVM left at nice 10 beside a CPU hog reconciled a scenario run
+    in minutes instead of seconds (issue 60). Lowering a nice value needs CAP_SYS_NICE; without
+    it the JVM keeps its nice. True when every thread was set (or there was nothing to set)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is None:  # no local JVM (a shared or remote server)
+        return True
+    target = os.getpriority(os.PRIO_PROCESS, 0)
+    ok = True
+    for pid in _jvm_pids(proc.pid):
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                if os.getpriority(os.PRIO_PROCESS, int(task.name)) != target:
+                    os.setpriority(os.PRIO_PROCESS, int(task.name), target)
+            except (OSError, ValueError):
+                ok = False
+    return ok
+
+
+def _jvm_pids(pid: int) -> list[int]:
+    """The launcher (spark-submit's shell) and the java process under it."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        return [pid, *(c.pid for c in root.children(recursive=True))]
+    except psutil.Error:
+        return []
 
 
 def start(small: bool = True) -> threading.Thread:

@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # e.g. `bfh reconcile` stopped mid-Spark: one line, no traceback
         _interrupted()
         return 130
+    except BrokenPipeError:  # `bfh reconcile --help | head -2`
+        _stdout_to_devnull()
+        return 141
     if code is not None:
         return code
     args = build_parser().parse_args(argv)

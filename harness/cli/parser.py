@@ -45,7 +45,7 @@ EXAMPLES = {
 }
 
 
-GATE_HELP = "all (default): every anomaly fails; agent: only those blamed on the agent (broker findings warn)"
+GATE_HELP = "all: every anomaly fails; agent: only those blamed on the agent (broker findings warn)"
 RUN_GATE_HELP = (
     "all: every anomaly fails; agent: only those blamed on the agent, or unknown (broker findings and "
     "races warn, with their measured rate); default: agent (a run judges an agent)"
@@ -116,6 +116,15 @@ def port(text: str) -> int:
     return n
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("broker-failover-harness")
+    except PackageNotFoundError:  # a checkout used without installing it
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="bfh",
@@ -123,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES["bfh"],
         formatter_class=RAW,
     )
+    p.add_argument("--version", action="version", version=f"bfh {_version()}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def add(name: str, help: str) -> argparse.ArgumentParser:
@@ -214,7 +224,7 @@ def _add_runs(add: Add, sub: Any) -> None:
     v.add_argument("--seed", type=int, default=1)
     v.add_argument("--reports", default="reports")
     v.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
-    v.add_argument("--gate", default=None, choices=["all", "agent"], help=GATE_HELP)
+    v.add_argument("--gate", default=None, choices=["all", "agent"], help=GATE_HELP + "; default: all")
     v.add_argument("--fleet", type=positive(int), default=None, help=FLEET_HELP)
     v.add_argument("--rounds", type=positive(int), default=1, help=ROUNDS_HELP + " (each row N times)")
     _scorecard_args(v)
@@ -267,7 +277,12 @@ def _add_operations(add: Add) -> None:
     jp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     jp.add_argument("--gates", default=None, help="comma-separated promises to gate (default: the run's)")
     jp.add_argument("--json", action="store_true", help="print the verdict table as JSON")
-    jp.add_argument("--gate", default=None, choices=["all", "agent"], help=GATE_HELP + "; default: the run's")
+    jp.add_argument(
+        "--gate",
+        default=None,
+        choices=["all", "agent"],
+        help=GATE_HELP + "; default: the gate the run was judged with",
+    )
 
     ex = add("explain", "one message's journey through the brokers, hop by hop, and its blame; exit 0/2")
     ex.add_argument("run_dir", metavar="RUN_DIR")

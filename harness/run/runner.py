@@ -285,6 +285,9 @@ def execute(
     result = loop.result
     if warming is not None:
         warming.join(timeout=300)
+        from spark_analysis import warmup
+
+        warmup.unnice()  # the run is over: its reconcile is the only work left
         (result.verdict,) = finish([result.run_dir], policy=policy, phases=loop.phase)
         result.reconcile_s = result.phases_s.get("reconcile", 0.0)
         result.summary = result.verdict_summary()

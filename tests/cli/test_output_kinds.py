@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -171,3 +172,26 @@ def test_the_writer_knows_this_processs_own_files() -> None:
     assert outfile.own_fd("-") == 1 and outfile.own_fd("/dev/stdout") == 1
     assert outfile.own_fd("/dev/fd/7") == 7 and outfile.own_fd(f"/proc/{os.getpid()}/fd/5") == 5
     assert outfile.own_fd("/dev/null") is None and outfile.own_fd("/proc/1/fd/1") is None
+
+
+def test_a_closed_pipe_after_reconcile_help_ends_quietly() -> None:
+    """`bfh reconcile --help | head -1`: its own parser, the same quiet end."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli.main", "reconcile", "--help"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_version_names_the_installed_package() -> None:
+    p = subprocess.run(
+        [sys.executable, "-m", "harness.cli.main", "--version"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert p.returncode == 0 and re.fullmatch(r"bfh \d+\.\d+\.\d+\n", p.stdout), p

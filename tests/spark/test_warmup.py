@@ -27,12 +27,19 @@ print("codecache", sum(p.getUsage().getMax() for p in pools if "Code" in p.getNa
 import os
 jvm = spark.sparkContext._gateway.proc.pid
 print("nice", os.getpriority(os.PRIO_PROCESS, jvm) - os.getpriority(os.PRIO_PROCESS, 0))
+ok = warmup.unnice()
+tasks = [int(t) for t in os.listdir(f"/proc/{jvm}/task")]
+mine = os.getpriority(os.PRIO_PROCESS, 0)
+print("unniced", ok, max(os.getpriority(os.PRIO_PROCESS, t) for t in tasks) - mine)
 """
 
 
 def test_warm_up_leaves_a_warm_small_session_for_the_reconcile() -> None:
     # a local session: not the shared server this test's own worker may be using
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BFH_SPARK_", "SPARK_CONNECT"))}
+    # nice 10 beside three workers' brokers and Spark starved the JVM past 360 s in CI: a nice of
+    # 1 shows the JVM inherits the thread's nice as well
+    env["BFH_WARMUP_NICE"] = "1"
     out = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=400, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     lines = dict(ln.split(" ", 1) for ln in out.stdout.splitlines() if " " in ln)
@@ -42,7 +49,19 @@ def test_warm_up_leaves_a_warm_small_session_for_the_reconcile() -> None:
     # within 8-12 reconciles: the JIT stopped and a session serving many runs slowed down
     assert int(lines.get("codecache", "0")) >= 200 << 20, out.stdout
     # the JVM yields to the run's brokers and agents; the caller's own thread keeps its priority
-    assert lines.get("nice") == str(warmup.NICE), out.stdout
+    assert lines.get("nice") == "1", out.stdout
+    # its reconcile, after the run, gets the JVM back at the caller's nice, every thread of it
+    # (lowering a nice value needs root: CI runs as root)
+    if os.geteuid() == 0:
+        assert lines.get("unniced") == "True 0", out.stdout
+
+
+def test_the_warm_up_nice_is_10_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BFH_WARMUP_NICE", raising=False)
+    assert warmup.nice() == warmup.NICE == 10
+    for text, want in (("0", 0), ("3", 3), ("40", 19), ("x", 10)):
+        monkeypatch.setenv("BFH_WARMUP_NICE", text)
+        assert warmup.nice() == want
 
 
 def test_start_imports_on_the_callers_thread() -> None:
