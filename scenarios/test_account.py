@@ -22,7 +22,7 @@ from harness.catalog import scenarios as catalog
 from harness.contracts import brokeraccount as ba
 from harness.verdict import judge
 from harness.verdict.blame import read as blame_rows
-from scenarios.support import agent_records, run_defect
+from scenarios.support import agent_records, fault_windows, run_defect
 
 pytestmark = [pytest.mark.verdict_power, pytest.mark.broker, pytest.mark.spark, pytest.mark.timeout(900)]
 
@@ -31,13 +31,28 @@ def _account(run_dir: Path) -> list[dict[str, Any]]:
     return list(ba.read(run_dir))
 
 
+#: a kill -9 takes the killed member's unwritten records with it (its writer flushes every 20 ms,
+#: later under load): what the agent logged this close to a kill may have no record (the verdict
+#: reads it as a gap, harness/verdict/fromaccount.py `_killed_near`)
+KILL_GAP_S = (0.5, 0.5)
+
+
+def _near_a_kill(run_dir: Path) -> Any:
+    kills = [w.start for w in fault_windows(run_dir, "kill")]
+    return lambda r: any(k - KILL_GAP_S[0] <= float(r["ts"]) <= k + KILL_GAP_S[1] for k in kills)
+
+
 def _every_message_accounted(run_dir: Path) -> Counter[str]:
     """Assert the account holds an arrival of every `sent` and a dispatch and an ack (to a consumer
-    of the receiving subscription's client id) of every `received`; the members that served."""
+    of the receiving subscription's client id) of every `received`, but for those logged just
+    beside a kill -9 (fewer than a quarter of them); the members that served."""
     acc = _account(run_dir)
     assert acc, f"no broker account in {run_dir}"
+    near_kill = _near_a_kill(run_dir)
     arrived = {r["msg_id"] for r in acc if r["event"] == ba.ARRIVED}
-    sent = {r["msg_id"] for r in agent_records(run_dir, "sent")}
+    sends = agent_records(run_dir, "sent")
+    sent = {r["msg_id"] for r in sends if not near_kill(r)}
+    assert len(sent) > 0.75 * len(sends), f"{len(sends) - len(sent)} of {len(sends)} sends beside a kill"
     assert sent and sent <= arrived, f"sent, never arrived at a broker: {sorted(sent - arrived)[:5]}"
     consumers = {(r["broker"], r["cid"]): r for r in acc if r["event"] == ba.CONSUMER_ADDED}
     acked = {
@@ -51,7 +66,10 @@ def _every_message_accounted(run_dir: Path) -> Counter[str]:
         if r["event"] == ba.DISPATCHED and (r["broker"], r["cid"]) in consumers
     }
     served: Counter[str] = Counter()
-    for r in agent_records(run_dir, "received"):
+    receipts = agent_records(run_dir, "received")
+    kept = [r for r in receipts if not near_kill(r)]
+    assert len(kept) > 0.75 * len(receipts), f"{len(receipts) - len(kept)} of {len(receipts)} beside a kill"
+    for r in kept:
         index = str(r["subscription"])
         mine = {cid for (m, cid) in dispatched if m == r["msg_id"] and cid.endswith(_suffix(run_dir, index))}
         assert mine, f"received {r['msg_id']} on {index}: the broker never dispatched it to that subscription"

@@ -74,6 +74,12 @@ if [ "$PROFILE" = full ]; then
   bash scripts/build_java_agent.sh
 fi
 
+# The brokers' account plugin (harness/account), built once here so that no run pays javac (three
+# pytest workers built it at once in the gate's first entries). A failure: brokers say why they
+# run without it.
+.venv/bin/python -c "from harness.account.plugin import jar; jar()" >/dev/null 2>&1 \
+  || echo "setup: the brokers' account plugin not built (runs say why)"
+
 # Spark's classes as a class-data-sharing archive: every later cold Spark start saves about 3 s
 # (spark_analysis/classarchive.py). Once per machine, about 25 s; a failure only costs that saving.
 .venv/bin/python -m spark_analysis.classarchive >/dev/null 2>&1 \

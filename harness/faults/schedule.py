@@ -28,6 +28,7 @@ from pydantic import (
 
 from harness.faults.kinds import FaultParamsError, Params, kind, schedulable
 from harness.topology.files import InputFileError, read_text
+from harness.topology.parts import key_text
 from harness.topology.yamlsafe import LineIndex, compose, problem
 
 MAX_SECONDS = 7 * 86400.0  # a week: any step time or duration beyond it is a typo
@@ -140,4 +141,4 @@ def load_schedule(path: str | Path) -> Schedule:
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:
-    return ".".join(map(str, loc)) or "(document)"
+    return ".".join(map(key_text, loc)) or "(document)"

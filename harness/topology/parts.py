@@ -83,8 +83,15 @@ def dotted(loc: Loc) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + str(part)
+            out += ("." if out else "") + key_text(part)
     return out
+
+
+def key_text(part: object) -> str:
+    """A key as an error message shows it: quoted when it is empty, padded or holds a line break
+    or other unprintable character (a message stays one line)."""
+    text = str(part)
+    return text if text and text.isprintable() and text.strip() == text else repr(text)
 
 
 class Strict(BaseModel):

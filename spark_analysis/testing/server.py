@@ -39,6 +39,7 @@ def serve(port: int, owner: int, ready: Path | None = None) -> None:
         app="bfh-connect",
         driver_memory=os.environ.get("BFH_SPARK_DRIVER_MEMORY") or "3g",
         jvm_opts="-XX:+ExitOnOutOfMemoryError",
+        small=os.environ.get("BFH_PROBE_SMALL") == "1",
         extra_conf={
             "spark.plugins": PLUGIN,
             "spark.connect.grpc.binding.address": "127.0.0.1",

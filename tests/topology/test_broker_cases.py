@@ -58,7 +58,9 @@ CASES: dict[str, tuple[list[str], dict[str, list[str]], list[Any], set[tuple[str
         [X, Y],
         {("x", "a", "b"), ("y", "a", "b")},
     ),
-    # two unnamed duplex connectors to one group: b keeps one duplex bridge per name (the last)
+    # two unnamed duplex connectors to one group: b keeps one duplex bridge per name, the one that
+    # registered last; the prediction takes the file's last, but the brokers' start order decides
+    # (measured both ways, RACES), which is why confcheck warns of the clash
     "two-duplex-one-name": (
         ["a", "b"],
         {"a": [nc("", "b", 'duplex="true"', dyn("x.&gt;")), nc("", "b", 'duplex="true"', dyn("y.&gt;"))]},
@@ -187,6 +189,11 @@ def write_case(case: str, d: Path) -> Path:
     return d / "topology.yaml"
 
 
+#: cases whose outcome is a race between the brokers' connections: any of these flow sets is the
+#: broker's (the first is the case's own)
+RACES = {"two-duplex-one-name": [{("x", "a", "b"), ("x", "b", "a")}]}
+
+
 def _flows(case: str) -> list[tuple[str, str, str]]:
     groups, _, fams, _ = CASES[case]
     return [
@@ -218,8 +225,11 @@ def test_the_broker_does_what_the_case_says(case: str, tmp_path: Path) -> None:
     with network(groups, raw, tmp_path / "net") as net:
         got = measure(net, groups, measured_fams, settle_s=4.0)
     events = {name: frozenset(ev) for name, _, ev, _, _ in fams}
-    wrong = {f: sorted(got[f]) for f in _flows(case) if (got[f] == events[f[0]]) != (f in want)}
-    assert not wrong, f"measured (family, from, to) -> arrived, against the case: {wrong}"
+    crossed = {f for f in _flows(case) if got[f] == events[f[0]]}
+    outcomes = [want, *RACES.get(case, [])]
+    assert crossed in outcomes, (
+        f"measured (family, from, to) that arrived: {sorted(crossed)}; the case: {outcomes}"
+    )
 
 
 def test_confcheck_names_the_overridden_ttl_and_the_duplex_clash(tmp_path: Path) -> None:
