@@ -116,9 +116,16 @@ def _shuffle_partitions(sources: list[RunSources]) -> int:
     return max(2, min(2000, math.ceil(total / per)))
 
 
-#: the job's session settings (restored afterwards: the session may be shared)
-def job_conf(partitions: int) -> dict[str, str]:
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+
+#: the job's session settings (restored afterwards: the session may be shared). ``small``: the
+#: runs' logs are scenario-sized (under SMALL_INPUT_BYTES): expressions and stages are interpreted,
+#: not compiled (Janino and the JIT cost more than a few thousand rows take to evaluate: a masterslave
+#: run's first reconcile 14.5 -> 10.7 CPU-s, warm ones 5.1-5.5 -> 4.3-4.7, 2026-12-08)
+def job_conf(partitions: int, small: bool = False) -> dict[str, str]:
     return {
+        **(INTERPRETED if small else {}),
         "spark.sql.shuffle.partitions": str(partitions),
         # the staged buckets are sorted by msg_id: aggregate them as a stream, no hash map
         "spark.sql.execution.replaceHashWithSortAgg": "true",
@@ -182,18 +189,26 @@ def _run_stages(
 ) -> list[dict[str, Any]]:
     from pyspark import StorageLevel
 
-    sources = stage(
-        spark, [i.run_dir for i in inputs], run_ids=[run_id_from_json(i.run_json) for i in inputs]
-    )
-    tick("stage")
-    partitions = _shuffle_partitions(sources)
-    conf = job_conf(partitions)
-    previous = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
+    from spark_analysis.session import SMALL_INPUT_BYTES
+
+    small = _log_bytes([i.run_dir for i in inputs]) < SMALL_INPUT_BYTES
+    previous: dict[str, Any] = {}
+
+    def configure(conf: dict[str, str]) -> None:
+        for k, v in conf.items():
+            previous.setdefault(k, spark.conf.get(k, None))
+            spark.conf.set(k, v)
+
     scratch: Path | None = None
     shown = None
     try:
+        configure(INTERPRETED if small else {})  # the staging's plans too
+        sources = stage(
+            spark, [i.run_dir for i in inputs], run_ids=[run_id_from_json(i.run_json) for i in inputs]
+        )
+        tick("stage")
+        partitions = _shuffle_partitions(sources)
+        configure(job_conf(partitions, small))
         with read_staged(spark, sources) as ev:
             facts = read_facts(ev, sources, inputs, policy)
             tick("facts")
