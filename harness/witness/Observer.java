@@ -45,6 +45,10 @@ public class Observer {
             "ActiveMQ.Advisory.Consumer.Queue.Consumer.>"};
     static final String[] ADVISORIES = {"ActiveMQ.Advisory.Connection", CONSUMER_ADVISORIES[0],
             CONSUMER_ADVISORIES[1], "ActiveMQ.Advisory.Producer.Topic.>"};
+    // the re-replay: connections first (one session delivers in order), so a consumer whose
+    // connection's live advisory was missed while subscribing gets its client id (1 in 500 did not)
+    static final String[] RESNAPSHOT_ADVISORIES = {"ActiveMQ.Advisory.Connection", CONSUMER_ADVISORIES[0],
+            CONSUMER_ADVISORIES[1]};
     static Writer out;
     static volatile boolean stopping = false;
 
@@ -217,7 +221,7 @@ public class Observer {
                 c.syncSendPacket(new ConnectionControl(), 2000);
                 lastSeen = now();
                 if (againAt == 0 && lastSeen - connectedAt >= SNAPSHOT_S) {
-                    for (String t : CONSUMER_ADVISORIES) {
+                    for (String t : RESNAPSHOT_ADVISORIES) {
                         MessageConsumer mc = s.createConsumer(new ActiveMQTopic(t));
                         mc.setMessageListener(m -> {
                             if (gen == generation) onAdvisory(m, true);
@@ -246,6 +250,11 @@ public class Observer {
             if (!(m instanceof ActiveMQMessage)) return;
             ActiveMQMessage am = (ActiveMQMessage) m;
             DataStructure ds = am.getDataStructure();
+            if (resnap && ds instanceof ConnectionInfo) { // only the client id it names
+                ConnectionInfo ci = (ConnectionInfo) ds;
+                clientOf.putIfAbsent(ci.getConnectionId().toString(), String.valueOf(ci.getClientId()));
+                return;
+            }
             if (resnap && !(ds instanceof ConsumerInfo)) return;
             // Advisories replayed to a new advisory subscriber (the broker's current state) are
             // addressed to that consumer; live ones are not.
