@@ -69,27 +69,23 @@ class _Watchdog:
             self.limit = float(os.environ.get("BFH_RECONCILE_STAGE_S") or STAGE_DEADLINE_S)
         except ValueError:
             self.limit = STAGE_DEADLINE_S
-        self.stage = ""
         self.expired: str | None = None
         self._timer: threading.Timer | None = None
 
     def enter(self, stage: str) -> None:
         self.check()
         self.stop()
-        self.stage = stage
         self._timer = threading.Timer(self.limit, self._expire, args=(stage,))
         self._timer.daemon = True
         self._timer.start()
 
     def _expire(self, stage: str) -> None:
         self.expired = stage
-        for cancel in ("interruptAll", "sparkContext.cancelAllJobs"):  # Connect, then local
+        try:  # a Connect session: its own operations; a local one has no interruptAll
+            self.spark.interruptAll()
+        except Exception:  # noqa: BLE001 - pyspark raises its own types for either kind
             with contextlib.suppress(Exception):
-                target = self.spark
-                for part in cancel.split("."):
-                    target = getattr(target, part)
-                target()
-                return
+                self.spark.sparkContext.cancelAllJobs()
 
     def check(self) -> None:
         if self.expired:
